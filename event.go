@@ -1,0 +1,192 @@
+package memindex
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Event types. An event's "type" field names one of these.
+const (
+	TypeMessage        = "message"
+	TypeSessionDeleted = "session.deleted"
+	TypeFileUpserted   = "file.upserted"
+	TypeFileDeleted    = "file.deleted"
+	TypeRecordUpserted = "record.upserted"
+	TypeRecordDeleted  = "record.deleted"
+)
+
+// Size limits of events.
+const (
+	// MaxEventBytes is the largest event payload accepted.
+	MaxEventBytes = 1 << 20
+	// MaxTextBytes is the largest message text accepted.
+	MaxTextBytes = 64 << 10
+	// MaxKeyBytes bounds sessionKey, sessionId, id, speaker and other identifiers.
+	MaxKeyBytes = 256
+)
+
+// Roles a message may have.
+var roles = map[string]bool{"": true, "user": true, "assistant": true, "system": true, "tool": true}
+
+// Event is one session-change event as published on EventSubject. Unknown
+// JSON fields are ignored. Which fields are required depends on Type.
+type Event struct {
+	Type      string `json:"type"`
+	Namespace string `json:"namespace,omitempty"`
+
+	// Session fields (message, session.deleted).
+	SessionKey string `json:"sessionKey,omitempty"`
+	SessionID  string `json:"sessionId,omitempty"`
+	Seq        int64  `json:"seq,omitempty"`
+	ID         string `json:"id,omitempty"`
+	// MessageID is accepted as an alias of ID (the LoCoMo files use it).
+	MessageID    string `json:"messageId,omitempty"`
+	Role         string `json:"role,omitempty"`
+	Speaker      string `json:"speaker,omitempty"`
+	Text         string `json:"text,omitempty"`
+	ImageCaption string `json:"imageCaption,omitempty"`
+	// Timestamp is RFC 3339; empty means the time the stream stored the event.
+	Timestamp string `json:"timestamp,omitempty"`
+
+	// Memory file fields (file.upserted, file.deleted).
+	Path        string `json:"path,omitempty"`
+	DirPath     string `json:"dirPath,omitempty"`
+	Content     string `json:"content,omitempty"`
+	ContentHash string `json:"contentHash,omitempty"`
+
+	// Record fields (record.upserted, record.deleted); ID names the record.
+	Tags []string `json:"tags,omitempty"`
+}
+
+// DecodeEvent parses and validates one event payload. The error says what is
+// wrong and wraps ErrInvalid or ErrTooLarge; such an event can never apply.
+func DecodeEvent(data []byte) (Event, error) {
+	var e Event
+	if len(data) > MaxEventBytes {
+		return e, fmt.Errorf("event is %d bytes, over the limit of %d: %w", len(data), MaxEventBytes, ErrTooLarge)
+	}
+	if !utf8.Valid(data) {
+		return e, fmt.Errorf("event is not valid UTF-8 (at byte %d): %w", invalidUTF8At(data), ErrInvalid)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&e); err != nil {
+		return e, fmt.Errorf("event is not a JSON object: %v: %w", err, ErrInvalid)
+	}
+	if dec.More() {
+		return e, fmt.Errorf("event has data after the JSON object: %w", ErrInvalid)
+	}
+	if e.ID == "" {
+		e.ID = e.MessageID
+	}
+	return e, e.Validate()
+}
+
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// Validate checks every field the event's type needs and returns a
+// *FieldError naming the first field that is wrong.
+func (e *Event) Validate() error {
+	if e.Type == "" {
+		return fieldErr("type", "is required (one of message, session.deleted, file.upserted, file.deleted, record.upserted, record.deleted)")
+	}
+	if e.Namespace != "" && !ValidNamespace(e.Namespace) {
+		return fieldErr("namespace", "%q is not 1-64 characters of [A-Za-z0-9_-]", truncate(e.Namespace, 80))
+	}
+	switch e.Type {
+	case TypeMessage:
+		if err := checkKey("sessionKey", e.SessionKey, true); err != nil {
+			return err
+		}
+		if err := checkKey("sessionId", e.SessionID, true); err != nil {
+			return err
+		}
+		if e.Seq < 1 {
+			return fieldErr("seq", "is required and must be a positive integer, got %d", e.Seq)
+		}
+		if err := checkKey("id", e.ID, false); err != nil {
+			return err
+		}
+		if !roles[e.Role] {
+			return fieldErr("role", "%q is not one of user, assistant, system, tool", truncate(e.Role, 40))
+		}
+		if err := checkKey("speaker", e.Speaker, false); err != nil {
+			return err
+		}
+		if strings.TrimSpace(e.Text) == "" && strings.TrimSpace(e.ImageCaption) == "" {
+			return fieldErr("text", "is required and must not be blank")
+		}
+		if len(e.Text) > MaxTextBytes {
+			return tooLarge("text", len(e.Text), MaxTextBytes)
+		}
+		if len(e.ImageCaption) > MaxTextBytes {
+			return tooLarge("imageCaption", len(e.ImageCaption), MaxTextBytes)
+		}
+		if e.Timestamp != "" {
+			if _, err := time.Parse(time.RFC3339Nano, e.Timestamp); err != nil {
+				return fieldErr("timestamp", "%q is not an RFC 3339 time like 2026-11-30T09:12:00Z", truncate(e.Timestamp, 60))
+			}
+		}
+	case TypeSessionDeleted:
+		if err := checkKey("sessionKey", e.SessionKey, true); err != nil {
+			return err
+		}
+		if err := checkKey("sessionId", e.SessionID, false); err != nil {
+			return err
+		}
+	case TypeFileUpserted, TypeFileDeleted:
+		if err := checkKey("path", e.Path, true); err != nil {
+			return err
+		}
+	case TypeRecordUpserted, TypeRecordDeleted:
+		if err := checkKey("id", e.ID, true); err != nil {
+			return err
+		}
+	default:
+		return fieldErr("type", "%q is not a known event type", truncate(e.Type, 40))
+	}
+	return nil
+}
+
+// Time returns the event's timestamp, or the zero time when it has none.
+func (e *Event) Time() time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, e.Timestamp)
+	return t
+}
+
+func checkKey(field, v string, required bool) error {
+	switch {
+	case v == "" && required:
+		return fieldErr(field, "is required")
+	case len(v) > MaxKeyBytes:
+		return tooLarge(field, len(v), MaxKeyBytes)
+	}
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f {
+			return fieldErr(field, "contains a control character")
+		}
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,24 @@
+package memindex
+
+import (
+	"hash/fnv"
+	"regexp"
+)
+
+var namespaceRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ValidNamespace reports whether ns is a valid namespace: a NATS-safe token of
+// 1 to 64 characters from [A-Za-z0-9_-].
+func ValidNamespace(ns string) bool { return namespaceRE.MatchString(ns) }
+
+// Partition returns the partition of namespace ns among p partitions. It is
+// the value nats-server's subject transform partition(p,1) computes for the
+// namespace token: FNV-1a 32 of the token, modulo p.
+func Partition(ns string, p int) int {
+	if p <= 0 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(ns))
+	return int(h.Sum32() % uint32(p))
+}

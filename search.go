@@ -1,0 +1,181 @@
+package memindex
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Search modes and fusion methods.
+const (
+	ModeHybrid  = "hybrid"
+	ModeKeyword = "keyword"
+	ModeVector  = "vector"
+
+	FusionRRF      = "rrf"
+	FusionWeighted = "weighted"
+)
+
+// Sources a hit can come from.
+const (
+	SourceSessions = "sessions"
+	SourceFiles    = "files"
+	SourceRecords  = "records"
+)
+
+// Search limits and defaults.
+const (
+	DefaultK       = 10
+	MaxK           = 200
+	MaxQueryBytes  = 16 << 10
+	MaxRequestSize = 64 << 10
+)
+
+// SearchRequest asks one namespace a hybrid question. Every field but
+// Namespace and Query is optional; Namespace may come from the subject.
+type SearchRequest struct {
+	Type       string   `json:"type,omitempty"` // "search"; optional
+	Namespace  string   `json:"namespace,omitempty"`
+	Query      string   `json:"query"`
+	K          int      `json:"k,omitempty"`
+	MinScore   float64  `json:"minScore,omitempty"`
+	SessionKey string   `json:"sessionKey,omitempty"`
+	SessionID  string   `json:"sessionId,omitempty"`
+	Sources    []string `json:"sources,omitempty"`
+	DirPath    string   `json:"dirPath,omitempty"`
+	After      string   `json:"after,omitempty"`
+	Before     string   `json:"before,omitempty"`
+	Mode       string   `json:"mode,omitempty"`
+	Fusion     string   `json:"fusion,omitempty"`
+	Explain    bool     `json:"explain,omitempty"`
+}
+
+// Normalize fills defaults (k, mode, fusion) and validates the request. The
+// error is a *FieldError naming the field.
+func (r *SearchRequest) Normalize() error {
+	if !ValidNamespace(r.Namespace) {
+		return fieldErr("namespace", "%q is not 1-64 characters of [A-Za-z0-9_-]", truncate(r.Namespace, 80))
+	}
+	if strings.TrimSpace(r.Query) == "" {
+		return fieldErr("query", "is required and must not be blank")
+	}
+	if len(r.Query) > MaxQueryBytes {
+		return tooLarge("query", len(r.Query), MaxQueryBytes)
+	}
+	switch {
+	case r.K == 0:
+		r.K = DefaultK
+	case r.K < 0 || r.K > MaxK:
+		return fieldErr("k", "must be between 1 and %d, got %d", MaxK, r.K)
+	}
+	if r.MinScore < 0 || r.MinScore > 1 {
+		return fieldErr("minScore", "must be between 0 and 1, got %g", r.MinScore)
+	}
+	switch r.Mode {
+	case "":
+		r.Mode = ModeHybrid
+	case ModeHybrid, ModeKeyword, ModeVector:
+	default:
+		return fieldErr("mode", "%q is not one of hybrid, keyword, vector", truncate(r.Mode, 40))
+	}
+	switch r.Fusion {
+	case "":
+		r.Fusion = FusionRRF
+	case FusionRRF, FusionWeighted:
+	default:
+		return fieldErr("fusion", "%q is not one of rrf, weighted", truncate(r.Fusion, 40))
+	}
+	for _, s := range r.Sources {
+		if s != SourceSessions && s != SourceFiles && s != SourceRecords {
+			return fieldErr("sources", "%q is not one of sessions, files, records", truncate(s, 40))
+		}
+	}
+	for _, f := range []struct{ name, v string }{{"after", r.After}, {"before", r.Before}} {
+		if f.v == "" {
+			continue
+		}
+		if _, err := time.Parse(time.RFC3339Nano, f.v); err != nil {
+			return fieldErr(f.name, "%q is not an RFC 3339 time like 2026-01-01T00:00:00Z", truncate(f.v, 60))
+		}
+	}
+	if err := checkKey("sessionKey", r.SessionKey, false); err != nil {
+		return err
+	}
+	return checkKey("sessionId", r.SessionID, false)
+}
+
+// TimeRange returns the parsed After and Before bounds; zero means unbounded.
+// Call it after Normalize.
+func (r *SearchRequest) TimeRange() (after, before time.Time) {
+	after, _ = time.Parse(time.RFC3339Nano, r.After)
+	before, _ = time.Parse(time.RFC3339Nano, r.Before)
+	return after, before
+}
+
+// SearchResponse answers a SearchRequest.
+type SearchResponse struct {
+	Type      string `json:"type"` // "search.result"
+	Version   int    `json:"version"`
+	Namespace string `json:"namespace"`
+	Hits      []Hit  `json:"hits"`
+	// Legs says which legs ran and answered.
+	Legs Legs `json:"legs"`
+	// Degraded lists, in words, why a leg did not answer or answered in part.
+	Degraded   []string `json:"degraded,omitempty"`
+	Partition  int      `json:"partition"`
+	AppliedSeq uint64   `json:"appliedSeq"`
+	TookMs     float64  `json:"tookMs"`
+}
+
+// Legs reports the vector and keyword legs of one search.
+type Legs struct {
+	Vector  Leg `json:"vector"`
+	Keyword Leg `json:"keyword"`
+}
+
+// Leg reports one retrieval leg.
+type Leg struct {
+	Ran      bool    `json:"ran"`
+	Answered bool    `json:"answered"`
+	Hits     int     `json:"hits"`
+	Reason   string  `json:"reason,omitempty"`
+	TookMs   float64 `json:"tookMs"`
+}
+
+// Hit is one retrieved chunk with its provenance.
+type Hit struct {
+	ID         string   `json:"id"`
+	Source     string   `json:"source"`
+	Text       string   `json:"text"`
+	Snippet    string   `json:"snippet"`
+	Score      float64  `json:"score"`
+	SessionKey string   `json:"sessionKey,omitempty"`
+	SessionID  string   `json:"sessionId,omitempty"`
+	SeqStart   int64    `json:"seqStart,omitempty"`
+	SeqEnd     int64    `json:"seqEnd,omitempty"`
+	MessageIDs []string `json:"messageIds,omitempty"`
+	Path       string   `json:"path,omitempty"`
+	LineStart  int      `json:"lineStart,omitempty"`
+	LineEnd    int      `json:"lineEnd,omitempty"`
+	Timestamp  string   `json:"timestamp,omitempty"`
+	// Scores holds the per-leg scores and ranks when the request set explain.
+	Scores *HitScores `json:"scores,omitempty"`
+}
+
+// HitScores explains a fused score. A leg that did not find the hit has rank 0.
+type HitScores struct {
+	Vector      float64 `json:"vector"`
+	VectorRank  int     `json:"vectorRank"`
+	Keyword     float64 `json:"keyword"`
+	KeywordRank int     `json:"keywordRank"`
+	Fusion      string  `json:"fusion"`
+}
+
+// ErrorBody is the JSON body of an error reply, next to micro's error headers.
+type ErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"error"`
+}
+
+// Error returns "<code>: <message>".
+func (e ErrorBody) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }

@@ -1,0 +1,36 @@
+package memindex
+
+// StatusResponse is one worker's answer on StatusSubject.
+type StatusResponse struct {
+	Type       string            `json:"type"` // "status"
+	Version    int               `json:"version"`
+	Worker     string            `json:"worker"`
+	Ready      bool              `json:"ready"`
+	Embedder   EmbedderStatus    `json:"embedder"`
+	Partitions []PartitionStatus `json:"partitions"`
+	DLQ        uint64            `json:"dlq"`
+}
+
+// EmbedderStatus describes the worker's embedder and its cache.
+type EmbedderStatus struct {
+	Provider    string `json:"provider"`
+	Model       string `json:"model"`
+	Dims        int    `json:"dims"`
+	CacheHits   uint64 `json:"cacheHits"`
+	CacheMisses uint64 `json:"cacheMisses"`
+}
+
+// PartitionStatus describes one partition the worker owns.
+type PartitionStatus struct {
+	Partition      int    `json:"partition"`
+	AppliedSeq     uint64 `json:"appliedSeq"`
+	Pending        uint64 `json:"pending"`    // events in the stream not yet delivered
+	AckPending     int    `json:"ackPending"` // delivered, not yet acknowledged
+	Messages       int64  `json:"messages"`
+	Chunks         int64  `json:"chunks"`
+	Sessions       int64  `json:"sessions"`
+	VectorsWaiting int64  `json:"vectorsWaiting"`
+	Namespaces     int64  `json:"namespaces"`
+	DLQ            uint64 `json:"dlq"`
+	Error          string `json:"error,omitempty"`
+}

@@ -1,0 +1,131 @@
+package store
+
+import "time"
+
+// SessionRef names one session, or with an empty SessionID every session of a key.
+type SessionRef struct {
+	Namespace  string
+	SessionKey string
+	SessionID  string
+}
+
+// Message is one conversation turn as stored.
+type Message struct {
+	Namespace  string
+	SessionKey string
+	SessionID  string
+	Seq        int64
+	ID         string
+	Role       string
+	Speaker    string
+	Text       string
+	Time       time.Time
+}
+
+// Chunk is one unit of retrieval to store. A nil Vector means the chunk waits
+// for one (it is keyword-searchable at once and marked pending).
+type Chunk struct {
+	ID         string
+	Namespace  string
+	Source     string // memindex.SourceSessions for now
+	SessionKey string
+	SessionID  string
+	SeqStart   int64
+	SeqEnd     int64
+	Part       int
+	Text       string
+	TimeStart  time.Time
+	TimeEnd    time.Time
+	Vector     []float32
+}
+
+// SessionChunks replaces the tail of one session's chunking: existing chunks of
+// Session with SeqStart >= From are deleted unless their ID is in Chunks;
+// chunks of Chunks not yet stored are inserted. Kept chunks keep their vectors.
+type SessionChunks struct {
+	Session SessionRef
+	From    int64
+	Chunks  []Chunk
+}
+
+// Batch is everything one transaction applies. Apply runs, in order:
+// DeleteSessions, Messages (upsert by namespace, sessionKey, sessionId, seq),
+// Rechunk, then records Seq as the applied stream sequence.
+type Batch struct {
+	Seq            uint64
+	DeleteSessions []SessionRef
+	Messages       []Message
+	Rechunk        []SessionChunks
+}
+
+// ApplyStats counts what one Apply changed.
+type ApplyStats struct {
+	Messages       int
+	ChunksInserted int
+	ChunksDeleted  int
+	VectorsWritten int
+}
+
+// ChunkSpan is the position of one stored chunk within its session.
+type ChunkSpan struct {
+	ID       string
+	SeqStart int64
+	SeqEnd   int64
+	Part     int
+}
+
+// PendingChunk is a stored chunk that waits for a vector.
+type PendingChunk struct {
+	ID   string
+	Text string
+}
+
+// ChunkVector is a vector for a stored chunk.
+type ChunkVector struct {
+	ID     string
+	Vector []float32
+}
+
+// Filter narrows a search. Zero fields do not filter. A chunk passes the time
+// bounds when it overlaps [After, Before).
+type Filter struct {
+	SessionKey string
+	SessionID  string
+	After      time.Time
+	Before     time.Time
+}
+
+// Candidate is one result of a single leg, best first. Score is in [0,1],
+// higher is better; Rank is 1-based.
+type Candidate struct {
+	ID      string
+	Score   float64
+	Rank    int
+	Snippet string // keyword leg only: the matched passage with terms marked
+}
+
+// ChunkRecord is a stored chunk with its provenance, for hydrating hits.
+type ChunkRecord struct {
+	ID         string
+	Namespace  string
+	Source     string
+	SessionKey string
+	SessionID  string
+	SeqStart   int64
+	SeqEnd     int64
+	Part       int
+	MessageIDs []string
+	Text       string
+	TimeStart  time.Time
+	TimeEnd    time.Time
+}
+
+// Stats counts what a shard holds.
+type Stats struct {
+	AppliedSeq     uint64
+	Messages       int64
+	Chunks         int64
+	Sessions       int64
+	Namespaces     int64
+	VectorsWaiting int64
+}

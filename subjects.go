@@ -1,0 +1,63 @@
+package memindex
+
+import "strconv"
+
+// Stream, consumer and service names, and the subjects they use. Publishers
+// need only EventSubject; the rest is shared by the worker and its tools.
+const (
+	// StreamEvents is the JetStream stream holding every event: the source of truth.
+	StreamEvents = "MEMINDEX_EVENTS"
+	// StreamDLQ is the dead-letter stream holding events that can never apply.
+	StreamDLQ = "MEMINDEX_DLQ"
+
+	// EventSubjectPrefix is the prefix publishers publish under, followed by the namespace.
+	EventSubjectPrefix = "memindex.events"
+	// DLQSubjectPrefix is the prefix of dead-letter subjects: memindex.dlq.<partition>.<namespace>.
+	DLQSubjectPrefix = "memindex.dlq"
+
+	// ServiceName is the NATS micro service name every worker registers.
+	ServiceName = "memindex"
+	// SearchSubjectPrefix is the prefix of the search endpoint, followed by the namespace.
+	SearchSubjectPrefix = "memindex.search"
+	// StatusSubject is the status endpoint; every worker answers it.
+	StatusSubject = "memindex.status"
+
+	// DefaultPartitions is the number of partitions of a new stream.
+	DefaultPartitions = 16
+)
+
+// NATS header names set on dead-lettered events and on published events.
+const (
+	// HeaderDLQReason says why the event can never apply.
+	HeaderDLQReason = "Memindex-Dlq-Reason"
+	// HeaderDLQSubject is the subject the event was originally published to.
+	HeaderDLQSubject = "Memindex-Dlq-Subject"
+	// HeaderDLQStreamSeq is the event's sequence in StreamEvents.
+	HeaderDLQStreamSeq = "Memindex-Dlq-Stream-Seq"
+	// HeaderDLQTime is when the event was dead-lettered (RFC 3339).
+	HeaderDLQTime = "Memindex-Dlq-Time"
+	// HeaderTraceParent carries W3C trace context; NATS headers are case-sensitive.
+	HeaderTraceParent = "traceparent"
+)
+
+// EventSubject returns the subject events of namespace ns are published to.
+func EventSubject(ns string) string { return EventSubjectPrefix + "." + ns }
+
+// StoredEventSubject returns the subject an event of ns is stored under after
+// the stream's subject transform has added the partition token.
+func StoredEventSubject(partition int, ns string) string {
+	return EventSubjectPrefix + "." + strconv.Itoa(partition) + "." + ns
+}
+
+// PartitionFilter returns the filter subject of one partition's consumer.
+func PartitionFilter(partition int) string {
+	return EventSubjectPrefix + "." + strconv.Itoa(partition) + ".*"
+}
+
+// DLQSubject returns the dead-letter subject of an event of ns in partition.
+func DLQSubject(partition int, ns string) string {
+	return DLQSubjectPrefix + "." + strconv.Itoa(partition) + "." + ns
+}
+
+// SearchSubject returns the search endpoint subject of namespace ns.
+func SearchSubject(ns string) string { return SearchSubjectPrefix + "." + ns }
