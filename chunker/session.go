@@ -1,0 +1,352 @@
+package chunker
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Sentinel errors of the chunker package.
+var (
+	// ErrInvalidConfig is wrapped by Config.Validate when a setting is out of
+	// range.
+	ErrInvalidConfig = errors.New("invalid chunker config")
+)
+
+const (
+	defaultBudgetTokens  = 400
+	defaultOverlapTokens = 60
+	// idDomain starts the hashed input of every chunk id; a change to the id
+	// scheme changes it.
+	idDomain = "memindex/chunk/v1\x00"
+)
+
+// Message is one turn given to the chunker.
+type Message struct {
+	Seq     int64
+	ID      string
+	Role    string
+	Speaker string
+	Text    string
+	Time    time.Time
+}
+
+// Config sets the size of chunks. The zero Config gives the defaults.
+type Config struct {
+	BudgetTokens  int // default 400 when 0
+	OverlapTokens int // default 60 when 0; must be < BudgetTokens/2
+}
+
+// WithDefaults returns c with each zero setting replaced by its default.
+func (c Config) WithDefaults() Config {
+	if c.BudgetTokens == 0 {
+		c.BudgetTokens = defaultBudgetTokens
+	}
+	if c.OverlapTokens == 0 {
+		c.OverlapTokens = defaultOverlapTokens
+	}
+	return c
+}
+
+// Validate checks the settings c has once defaults are applied, so the zero
+// Config is valid. The error wraps ErrInvalidConfig.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	switch {
+	case c.BudgetTokens < 0:
+		return fmt.Errorf("budget of %d tokens is negative: %w", c.BudgetTokens, ErrInvalidConfig)
+	case c.OverlapTokens < 0:
+		return fmt.Errorf("overlap of %d tokens is negative: %w", c.OverlapTokens, ErrInvalidConfig)
+	case c.OverlapTokens > (c.BudgetTokens-1)/2: // 2*overlap >= budget, without overflow
+		return fmt.Errorf("overlap of %d tokens is not under half the budget of %d: %w",
+			c.OverlapTokens, c.BudgetTokens, ErrInvalidConfig)
+	}
+	return nil
+}
+
+// Chunk is one retrieval unit of a session: a window of whole consecutive
+// messages, or one piece of a message too long for a window.
+type Chunk struct {
+	ID        string // stable id: hex of 16 bytes of SHA-256 over scope, SeqStart, SeqEnd, Part and Text
+	SeqStart  int64
+	SeqEnd    int64
+	Part      int // 0 for windows; 0..n-1 for the pieces of a split over-long message
+	Text      string
+	Tokens    int // EstimateTokens(Text)
+	TimeStart time.Time
+	TimeEnd   time.Time
+}
+
+// Line renders one message as it appears in a chunk: "Speaker: text", or
+// "role: text" when there is no speaker, or the bare text when there is
+// neither. Invalid UTF-8 is replaced by U+FFFD, as in chunks.
+func Line(m Message) string {
+	l := newLine(&m, 0)
+	if l.name == "" {
+		return l.text
+	}
+	return l.name + ": " + l.text
+}
+
+// Session chunks the messages of one session, which the caller gives sorted
+// by Seq ascending without duplicate Seqs. scope identifies the session (for
+// example namespace+"\x00"+sessionKey+"\x00"+sessionID) and goes into the
+// chunk ids. It returns nil for no messages and panics if cfg is invalid:
+// check it once with Validate.
+//
+// A window packs the lines of consecutive messages (see Line), joined by
+// "\n", greedily from its start message while EstimateTokens of its text stays
+// within the budget. The next window starts at the earliest message m after
+// the start such that the messages from m to the window's end take at most
+// OverlapTokens and, with the message after the end, still fit the budget; at
+// the message after the end when there is no such m. A message whose line
+// alone exceeds the budget is split into pieces, each a chunk starting with
+// the message's "Speaker: " prefix and within the budget, cut after a sentence
+// end in the second half of the piece, else after the last whitespace, else at
+// the last rune that fits. Windows do not overlap a split message. A piece
+// exceeds the budget only when the prefix alone takes more than half of it;
+// then each piece holds at most half a budget of text.
+//
+// Chunks are prefix stable, because a window depends only on its start
+// message and the messages after it: every chunk of Session(msgs[:n]) but the
+// last (and the pieces of the last message) is a chunk of Session(msgs), and
+// if a chunk c of Session(msgs) with Part 0 starts at msgs[i], then
+// Session(msgs[i:]) is the chunks of Session(msgs) from c on. A caller
+// re-chunks a session from the start of its last stored chunk.
+func Session(cfg Config, scope string, msgs []Message) []Chunk {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		panic("chunker: " + err.Error())
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	b := builder{cfg: cfg, scope: scope, msgs: msgs, lines: make([]line, len(msgs))}
+	for i := range msgs {
+		b.lines[i] = newLine(&msgs[i], cfg.BudgetTokens)
+	}
+	for start := 0; start < len(msgs); {
+		if b.lines[start].long {
+			b.split(start)
+			start++
+			continue
+		}
+		end, z := b.pack(start)
+		b.window(start, end, z)
+		if end == len(msgs)-1 {
+			break
+		}
+		start = b.next(start, end)
+	}
+	return b.out
+}
+
+// line is a message prepared for chunking, its texts valid UTF-8.
+type line struct {
+	name   string // speaker, or role when there is no speaker
+	text   string
+	prefix size // of name + ": ", or zero without a name
+	size   size // of the whole line
+	long   bool // the line alone exceeds the budget
+}
+
+func newLine(m *Message, budget int) line {
+	l := line{name: m.Speaker, text: m.Text}
+	if l.name == "" {
+		l.name = m.Role
+	}
+	if l.name != "" {
+		z, ok := measure(l.name)
+		if !ok {
+			l.name = strings.ToValidUTF8(l.name, "\uFFFD")
+			z, _ = measure(l.name)
+		}
+		l.prefix = z.plus(size{narrow: 2})
+	}
+	z, ok := measure(l.text)
+	if !ok {
+		l.text = strings.ToValidUTF8(l.text, "\uFFFD")
+		z, _ = measure(l.text)
+	}
+	l.size = l.prefix.plus(z)
+	l.long = l.size.tokens() > budget
+	return l
+}
+
+func (l *line) appendTo(buf []byte) []byte {
+	if l.name != "" {
+		buf = append(buf, l.name...)
+		buf = append(buf, ": "...)
+	}
+	return append(buf, l.text...)
+}
+
+// builder holds the state of one Session call.
+type builder struct {
+	cfg   Config
+	scope string
+	msgs  []Message
+	lines []line
+	buf   []byte // id input: header, then the chunk text
+	out   []Chunk
+}
+
+// pack returns the last message of the window that starts at start, and the
+// size of its text.
+func (b *builder) pack(start int) (end int, z size) {
+	z = b.lines[start].size
+	for end = start; end+1 < len(b.lines) && !b.lines[end+1].long; end++ {
+		next := z.joined(b.lines[end+1].size)
+		if next.tokens() > b.cfg.BudgetTokens {
+			break
+		}
+		z = next
+	}
+	return end, z
+}
+
+// next returns where the window after [start, end] starts; end is not the
+// last message.
+func (b *builder) next(start, end int) int {
+	after := end + 1
+	if b.lines[after].long {
+		return after
+	}
+	var z size
+	for m := end; m > start; m-- {
+		if m == end {
+			z = b.lines[m].size
+		} else {
+			z = b.lines[m].size.joined(z)
+		}
+		if z.tokens() > b.cfg.OverlapTokens || z.joined(b.lines[after].size).tokens() > b.cfg.BudgetTokens {
+			break
+		}
+		after = m
+	}
+	return after
+}
+
+func (b *builder) window(start, end int, z size) {
+	hdr := b.header(b.msgs[start].Seq, b.msgs[end].Seq, 0)
+	for i := start; i <= end; i++ {
+		if i > start {
+			b.buf = append(b.buf, '\n')
+		}
+		b.buf = b.lines[i].appendTo(b.buf)
+	}
+	b.emit(hdr, start, end, 0, z)
+}
+
+// split emits the pieces of the over-long message i.
+func (b *builder) split(i int) {
+	l := &b.lines[i]
+	limit := b.cfg.BudgetTokens
+	if pt := l.prefix.tokens(); pt > limit/2 {
+		limit = pt + limit/2
+	}
+	text := l.text
+	for part := 0; ; part++ {
+		n, z := cut(text, l.prefix, limit)
+		hdr := b.header(b.msgs[i].Seq, b.msgs[i].Seq, part)
+		piece := *l
+		piece.text = text[:n]
+		b.buf = piece.appendTo(b.buf)
+		b.emit(hdr, i, i, part, z)
+		text = text[n:]
+		if text == "" {
+			return
+		}
+	}
+}
+
+// cut returns the length of the next piece of text to split off, and the
+// size of that piece with a prefix of size z, keeping it within limit tokens.
+// It takes at least one rune of a non-empty text.
+func cut(text string, z size, limit int) (int, size) {
+	var (
+		end, sent, space int
+		sentZ, spaceZ    size
+		prev             rune
+	)
+	for i := 0; i < len(text); {
+		r, n := rune(text[i]), 1
+		if r >= utf8.RuneSelf {
+			r, n = utf8.DecodeRuneInString(text[i:])
+		}
+		next := z
+		if isWide(r) {
+			next.wide++
+		} else {
+			next.narrow += n
+		}
+		if next.tokens() > limit && end > 0 {
+			break
+		}
+		z, i, end = next, i+n, i+n
+		if unicode.IsSpace(r) {
+			space, spaceZ = end, z
+		}
+		switch r {
+		case '\n', '。', '！', '？':
+			sent, sentZ = end, z
+		case ' ', '\t':
+			if prev == '.' || prev == '!' || prev == '?' {
+				sent, sentZ = end, z
+			}
+		}
+		prev = r
+	}
+	switch {
+	case end == len(text):
+		return end, z
+	case sent > end/2:
+		return sent, sentZ
+	case space > 0:
+		return space, spaceZ
+	}
+	return end, z
+}
+
+// header starts the id input of a chunk in b.buf and returns its length.
+func (b *builder) header(seqStart, seqEnd int64, part int) int {
+	b.buf = append(b.buf[:0], idDomain...)
+	b.buf = binary.AppendUvarint(b.buf, uint64(len(b.scope)))
+	b.buf = append(b.buf, b.scope...)
+	b.buf = binary.BigEndian.AppendUint64(b.buf, uint64(seqStart))
+	b.buf = binary.BigEndian.AppendUint64(b.buf, uint64(seqEnd))
+	b.buf = binary.BigEndian.AppendUint64(b.buf, uint64(part))
+	return len(b.buf)
+}
+
+// emit appends the chunk whose text follows the header of length hdr in b.buf.
+func (b *builder) emit(hdr, start, end, part int, z size) {
+	sum := sha256.Sum256(b.buf)
+	c := Chunk{
+		ID:       hex.EncodeToString(sum[:16]),
+		SeqStart: b.msgs[start].Seq,
+		SeqEnd:   b.msgs[end].Seq,
+		Part:     part,
+		Text:     string(b.buf[hdr:]),
+		Tokens:   z.tokens(),
+	}
+	for i := start; i <= end; i++ {
+		t := b.msgs[i].Time
+		if t.IsZero() {
+			continue
+		}
+		if c.TimeStart.IsZero() || t.Before(c.TimeStart) {
+			c.TimeStart = t
+		}
+		if c.TimeEnd.IsZero() || t.After(c.TimeEnd) {
+			c.TimeEnd = t
+		}
+	}
+	b.out = append(b.out, c)
+}

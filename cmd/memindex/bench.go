@@ -1,0 +1,303 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"memindex"
+	"memindex/embedder"
+	"memindex/internal/corpus"
+	"memindex/query"
+	"memindex/store"
+)
+
+// benchReport is what bench measures; --json prints it.
+type benchReport struct {
+	Date    string         `json:"date"`
+	Machine string         `json:"machine"`
+	Ingest  []ingestFigure `json:"ingest"`
+	Search  []searchFigure `json:"search"`
+}
+
+type ingestFigure struct {
+	Corpus    string  `json:"corpus"`
+	Messages  int     `json:"messages"`
+	Chunks    int64   `json:"chunks"`
+	Seconds   float64 `json:"seconds"`
+	PerSecond float64 `json:"messagesPerSecond"`
+}
+
+type searchFigure struct {
+	Chunks  int     `json:"chunks"`
+	Mode    string  `json:"mode"`
+	Queries int     `json:"queries"`
+	P50Ms   float64 `json:"p50Ms"`
+	P90Ms   float64 `json:"p90Ms"`
+	P99Ms   float64 `json:"p99Ms"`
+	MaxMs   float64 `json:"maxMs"`
+}
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench", "[flags]")
+	locomo := fs.String("locomo", env("MEMINDEX_LOCOMO", "../shared/eval-data/locomo/locomo10.events.jsonl"), "LoCoMo events file; skipped when absent")
+	messages := fs.Int("messages", 100000, "messages in the generated ingest corpus (0 skips it)")
+	sizes := fs.String("search-chunks", "10000,100000", "namespace sizes (chunks) to measure search latency at; empty skips")
+	queries := fs.Int("queries", 400, "search requests per size and mode")
+	modes := fs.String("modes", "hybrid,keyword,vector", "search modes to measure")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	keep := fs.String("data", "", "data directory (default: a temporary one, removed afterwards)")
+	if _, err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	dir := *keep
+	if dir == "" {
+		d, err := os.MkdirTemp("", "memindex-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	say := func(format string, a ...any) {
+		if !*asJSON {
+			fmt.Fprintf(stderr, format+"\n", a...)
+		}
+	}
+	cfg := serveConfig{listen: "127.0.0.1:-1", data: dir, partitions: memindex.DefaultPartitions, embedder: "builtin",
+		dims: 384, batch: 1000, embedBatch: 64, embedConc: 4, chunkTokens: 400, overlap: 60, worker: "bench", maxPending: 1024}
+	n, err := startNode(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- n.run(rctx) }()
+	defer func() { stop(); <-done }()
+
+	host, _ := os.Hostname()
+	rep := benchReport{Date: time.Now().UTC().Format(time.RFC3339), Machine: fmt.Sprintf("%s, %s/%s, %d CPUs, %s", host, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())}
+
+	if f, err := os.Open(*locomo); err == nil {
+		var lines [][]byte
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			lines = append(lines, append([]byte(nil), sc.Bytes()...))
+		}
+		f.Close()
+		say("ingest: LoCoMo, %d messages …", len(lines))
+		fig, err := benchIngest(ctx, n, "locomo", lines, "bench-locomo")
+		if err != nil {
+			return err
+		}
+		rep.Ingest = append(rep.Ingest, fig)
+		say("  %.0f messages/s (%.2fs, %d chunks)", fig.PerSecond, fig.Seconds, fig.Chunks)
+	} else {
+		say("ingest: LoCoMo skipped (%v)", err)
+	}
+	if *messages > 0 {
+		lines := generatedEvents(*messages)
+		say("ingest: generated, %d messages …", len(lines))
+		fig, err := benchIngest(ctx, n, fmt.Sprintf("generated-%d", *messages), lines, "")
+		if err != nil {
+			return err
+		}
+		rep.Ingest = append(rep.Ingest, fig)
+		say("  %.0f messages/s (%.2fs, %d chunks)", fig.PerSecond, fig.Seconds, fig.Chunks)
+	}
+	for _, s := range strings.Split(*sizes, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		size, err := strconv.Atoi(s)
+		if err != nil {
+			return fmt.Errorf("--search-chunks %q: %w", s, err)
+		}
+		ns := "bench-search-" + s
+		say("search: filling namespace %s with %d chunks …", ns, size)
+		if err := fillNamespace(ctx, n, ns, size); err != nil {
+			return err
+		}
+		for _, mode := range strings.Split(*modes, ",") {
+			fig, err := benchSearch(ctx, n, ns, size, mode, *queries)
+			if err != nil {
+				return err
+			}
+			rep.Search = append(rep.Search, fig)
+			say("  %d chunks, %s: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms over %d queries", size, mode, fig.P50Ms, fig.P90Ms, fig.P99Ms, fig.Queries)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	fmt.Fprintf(stdout, "memindex bench — %s — %s\n", rep.Date, rep.Machine)
+	for _, f := range rep.Ingest {
+		fmt.Fprintf(stdout, "ingest  %-18s %8d messages  %7.2fs  %9.0f msg/s  %7d chunks\n", f.Corpus, f.Messages, f.Seconds, f.PerSecond, f.Chunks)
+	}
+	for _, f := range rep.Search {
+		fmt.Fprintf(stdout, "search  %7d chunks  %-7s  p50 %6.2f ms  p90 %6.2f ms  p99 %6.2f ms  max %6.2f ms  (%d queries over NATS)\n", f.Chunks, f.Mode, f.P50Ms, f.P90Ms, f.P99Ms, f.MaxMs, f.Queries)
+	}
+	return nil
+}
+
+// generatedEvents returns n message events spread over 100 namespaces and
+// sessions of 100 messages.
+func generatedEvents(n int) [][]byte {
+	g := corpus.New(42)
+	out := make([][]byte, 0, n)
+	for s := 0; len(out) < n; s++ {
+		ns := fmt.Sprintf("gen-%02d", s%100)
+		for _, m := range g.Session(fmt.Sprintf("chat-%d", s), "s1", min(100, n-len(out))) {
+			b, _ := json.Marshal(memindex.Event{Type: memindex.TypeMessage, Namespace: ns, SessionKey: m.SessionKey,
+				SessionID: m.SessionID, Seq: m.Seq, ID: m.ID, Speaker: m.Speaker, Text: m.Text,
+				Timestamp: "2026-11-30T09:00:00Z"})
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// benchIngest publishes lines and measures until every partition has applied
+// them: messages per second from the first publish to the last commit.
+func benchIngest(ctx context.Context, n *node, name string, lines [][]byte, ns string) (ingestFigure, error) {
+	before := totals(ctx, n)
+	js, err := jetstream.New(n.nc, jetstream.WithPublishAsyncMaxPending(8192))
+	if err != nil {
+		return ingestFigure{}, err
+	}
+	start := time.Now()
+	for _, l := range lines {
+		m, err := eventMsg(l, ns, false)
+		if err != nil {
+			return ingestFigure{}, err
+		}
+		if _, err := js.PublishMsgAsync(m); err != nil {
+			return ingestFigure{}, err
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		return ingestFigure{}, ctx.Err()
+	}
+	want := before.messages + int64(len(lines))
+	for {
+		t := totals(ctx, n)
+		if t.messages >= want {
+			el := time.Since(start).Seconds()
+			return ingestFigure{Corpus: name, Messages: len(lines), Chunks: t.chunks - before.chunks, Seconds: el, PerSecond: float64(len(lines)) / el}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return ingestFigure{}, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+type total struct{ messages, chunks int64 }
+
+func totals(ctx context.Context, n *node) total {
+	var t total
+	for _, sh := range n.shards {
+		if st, err := sh.Stats(ctx); err == nil {
+			t.messages += st.Messages
+			t.chunks += st.Chunks
+		}
+	}
+	return t
+}
+
+// fillNamespace writes size generated chunks with vectors straight into the
+// namespace's shard: search latency does not depend on how chunks arrived.
+func fillNamespace(ctx context.Context, n *node, ns string, size int) error {
+	p := memindex.Partition(ns, n.cfg.partitions)
+	sh := n.shards[p]
+	g := corpus.New(uint64(size))
+	const per = 1000
+	for off := 0; off < size; off += per {
+		cnt := min(per, size-off)
+		chunks := make([]store.Chunk, cnt)
+		texts := make([]string, cnt)
+		for i := range chunks {
+			var b strings.Builder
+			for l := 0; l < 10; l++ {
+				fmt.Fprintf(&b, "%s: %s\n", g.Speakers[l%2], g.Sentence(12+l%3*8))
+			}
+			texts[i] = b.String()
+			id := off + i
+			chunks[i] = store.Chunk{ID: fmt.Sprintf("%s-%d", ns, id), Namespace: ns, Source: memindex.SourceSessions,
+				SessionKey: fmt.Sprintf("chat-%d", id/50), SessionID: "s1", SeqStart: int64(id%50*10 + 1), SeqEnd: int64(id%50*10 + 10),
+				Text: texts[i], TimeStart: time.Unix(1_700_000_000+int64(id)*60, 0), TimeEnd: time.Unix(1_700_000_000+int64(id)*60+600, 0)}
+		}
+		vecs, err := n.cached.Embed(ctx, embedder.Request{Texts: texts, Kind: embedder.KindDocument})
+		if err != nil {
+			return err
+		}
+		for i := range chunks {
+			chunks[i].Vector = vecs[i]
+		}
+		byKey := map[string][]store.Chunk{}
+		var keys []string
+		for _, c := range chunks {
+			if _, ok := byKey[c.SessionKey]; !ok {
+				keys = append(keys, c.SessionKey)
+			}
+			byKey[c.SessionKey] = append(byKey[c.SessionKey], c)
+		}
+		b := store.Batch{}
+		for _, k := range keys {
+			cs := byKey[k]
+			b.Rechunk = append(b.Rechunk, store.SessionChunks{Session: store.SessionRef{Namespace: ns, SessionKey: k, SessionID: "s1"}, From: cs[0].SeqStart, Chunks: cs})
+		}
+		if _, err := sh.Apply(ctx, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// benchSearch sends queries one at a time over NATS and reports latency
+// percentiles as the client sees them.
+func benchSearch(ctx context.Context, n *node, ns string, size int, mode string, queries int) (searchFigure, error) {
+	nc, err := nats.Connect(n.url)
+	if err != nil {
+		return searchFigure{}, err
+	}
+	defer nc.Close()
+	cl := query.NewClient(nc)
+	g := corpus.New(7)
+	lat := make([]float64, 0, queries)
+	for i := 0; i < queries+20; i++ {
+		q := g.Query(i%2 == 0)
+		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		t0 := time.Now()
+		_, err := cl.Search(qctx, memindex.SearchRequest{Namespace: ns, Query: q, K: 10, Mode: mode})
+		el := time.Since(t0)
+		cancel()
+		if err != nil {
+			return searchFigure{}, fmt.Errorf("search %q: %w", q, err)
+		}
+		if i >= 20 { // the first 20 warm up caches
+			lat = append(lat, float64(el.Microseconds())/1000)
+		}
+	}
+	slices.Sort(lat)
+	pct := func(p float64) float64 { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
+	return searchFigure{Chunks: size, Mode: mode, Queries: len(lat), P50Ms: pct(0.50), P90Ms: pct(0.90), P99Ms: pct(0.99), MaxMs: lat[len(lat)-1]}, nil
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"memindex"
+	"memindex/query"
+)
+
+func runSearch(ctx context.Context, args []string, stdout io.Writer) error {
+	var conn connFlags
+	fs := newFlagSet("search", `--namespace NS [flags] "question"`)
+	conn.register(fs, nats.DefaultURL)
+	var req memindex.SearchRequest
+	fs.StringVar(&req.Namespace, "namespace", env("MEMINDEX_NAMESPACE", ""), "namespace to search (MEMINDEX_NAMESPACE)")
+	fs.StringVar(&req.SessionKey, "session", "", "only this sessionKey")
+	fs.StringVar(&req.SessionID, "session-id", "", "only this sessionId")
+	fs.IntVar(&req.K, "k", memindex.DefaultK, "hits to return")
+	fs.Float64Var(&req.MinScore, "min-score", 0, "drop hits scoring below this (0..1)")
+	fs.StringVar(&req.Mode, "mode", memindex.ModeHybrid, "hybrid, keyword or vector")
+	fs.StringVar(&req.Fusion, "fusion", memindex.FusionRRF, "rrf or weighted")
+	fs.StringVar(&req.After, "after", "", "only chunks at or after this RFC 3339 time")
+	fs.StringVar(&req.Before, "before", "", "only chunks before this RFC 3339 time")
+	fs.BoolVar(&req.Explain, "explain", false, "show per-leg scores and ranks")
+	asJSON := fs.Bool("json", false, "print the response as JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	req.Query = strings.Join(pos, " ")
+	if strings.TrimSpace(req.Query) == "" {
+		fs.Usage()
+		return errors.New("give the question to search for")
+	}
+	if err := req.Normalize(); err != nil {
+		return err
+	}
+	nc, err := conn.connect("memindex search")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(ctx, conn.timeout)
+	defer cancel()
+	resp, err := query.NewClient(nc).Search(ctx, req)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(resp)
+	}
+	printSearch(stdout, resp, req.Explain)
+	return nil
+}
+
+func printSearch(w io.Writer, r memindex.SearchResponse, explain bool) {
+	fmt.Fprintf(w, "%d hits in %s (partition %d, applied seq %d, %.1f ms)\n", len(r.Hits), r.Namespace, r.Partition, r.AppliedSeq, r.TookMs)
+	for _, d := range r.Degraded {
+		fmt.Fprintf(w, "degraded: %s\n", d)
+	}
+	for i, h := range r.Hits {
+		where := h.SessionKey + "/" + h.SessionID
+		if h.SeqStart == h.SeqEnd {
+			where += fmt.Sprintf(" #%d", h.SeqStart)
+		} else {
+			where += fmt.Sprintf(" #%d-%d", h.SeqStart, h.SeqEnd)
+		}
+		if h.Path != "" {
+			where = fmt.Sprintf("%s:%d-%d", h.Path, h.LineStart, h.LineEnd)
+		}
+		fmt.Fprintf(w, "\n%2d. %.3f  %s  %s\n", i+1, h.Score, where, h.Timestamp)
+		if explain && h.Scores != nil {
+			tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
+			fmt.Fprintf(tw, "    vector %.3f (rank %d)\tkeyword %.3f (rank %d)\t%s\n", h.Scores.Vector, h.Scores.VectorRank, h.Scores.Keyword, h.Scores.KeywordRank, h.Scores.Fusion)
+			tw.Flush()
+		}
+		fmt.Fprintf(w, "    %s\n", strings.ReplaceAll(h.Snippet, "\n", "\n    "))
+	}
+}
+
+func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
+	var conn connFlags
+	fs := newFlagSet("status", "[flags]")
+	conn.register(fs, nats.DefaultURL)
+	wait := fs.Duration("wait", 500*time.Millisecond, "how long to gather answers from workers")
+	asJSON := fs.Bool("json", false, "print the answers as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	nc, err := conn.connect("memindex status")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	sts, err := query.NewClient(nc).Status(ctx, *wait)
+	if err != nil {
+		return err
+	}
+	if len(sts) == 0 {
+		return errors.New("no memindex worker answered; start one with `memindex serve`")
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(sts)
+	}
+	for _, s := range sts {
+		ready := "ready"
+		if !s.Ready {
+			ready = "NOT READY"
+		}
+		fmt.Fprintf(stdout, "worker %s: %s; embedder %s/%s (%d dims), cache %d hits / %d misses; %d dead letters\n",
+			s.Worker, ready, s.Embedder.Provider, s.Embedder.Model, s.Embedder.Dims, s.Embedder.CacheHits, s.Embedder.CacheMisses, s.DLQ)
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "partition\tapplied\tpending\tmessages\tchunks\tsessions\tvec-waiting\tdlq\t")
+		for _, p := range s.Partitions {
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Partition, p.AppliedSeq, p.Pending, p.Messages, p.Chunks, p.Sessions, p.VectorsWaiting, p.DLQ, p.Error)
+		}
+		tw.Flush()
+	}
+	return nil
+}

@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"memindex"
+	"memindex/chunker"
+	"memindex/consumer"
+	"memindex/embedder"
+	"memindex/query"
+	"memindex/store"
+)
+
+// Conformance of the concrete types to the seams they are wired into.
+var (
+	_ consumer.Shard    = (*store.Shard)(nil)
+	_ query.Searcher    = (*store.Shard)(nil)
+	_ embedder.Cache    = (*store.Cache)(nil)
+	_ embedder.Embedder = (*embedder.Cached)(nil)
+)
+
+type serveConfig struct {
+	conn        connFlags
+	listen      string
+	data        string
+	partitions  int
+	embedder    string
+	dims        int
+	batch       int
+	embedBatch  int
+	embedConc   int
+	chunkTokens int
+	overlap     int
+	worker      string
+	logLevel    string
+	logFormat   string
+	searchPool  int
+	maxPending  int
+}
+
+func runServe(ctx context.Context, args []string) error {
+	var c serveConfig
+	host, _ := os.Hostname()
+	fs := newFlagSet("serve", "[flags]")
+	c.conn.register(fs, "")
+	fs.StringVar(&c.listen, "listen", env("MEMINDEX_LISTEN", "127.0.0.1:4222"), "address of the embedded NATS server when --server is not set (MEMINDEX_LISTEN)")
+	fs.StringVar(&c.data, "data", env("MEMINDEX_DATA", "./data"), "data directory: shards, embedding cache, embedded NATS store (MEMINDEX_DATA)")
+	fs.IntVar(&c.partitions, "partitions", envInt("MEMINDEX_PARTITIONS", memindex.DefaultPartitions), "partitions P of a new stream; fixed for the life of the stream (MEMINDEX_PARTITIONS)")
+	fs.StringVar(&c.embedder, "embedder", env("MEMINDEX_EMBEDDER", "builtin"), "embedding provider: builtin (MEMINDEX_EMBEDDER)")
+	fs.IntVar(&c.dims, "dims", envInt("MEMINDEX_DIMS", 384), "vector dimension (MEMINDEX_DIMS)")
+	fs.IntVar(&c.batch, "batch", envInt("MEMINDEX_BATCH", 1000), "most events applied in one transaction (MEMINDEX_BATCH)")
+	fs.IntVar(&c.embedBatch, "embed-batch", envInt("MEMINDEX_EMBED_BATCH", 64), "texts per embedding request (MEMINDEX_EMBED_BATCH)")
+	fs.IntVar(&c.embedConc, "embed-concurrency", envInt("MEMINDEX_EMBED_CONCURRENCY", 4), "embedding requests in flight (MEMINDEX_EMBED_CONCURRENCY)")
+	fs.IntVar(&c.chunkTokens, "chunk-tokens", envInt("MEMINDEX_CHUNK_TOKENS", 400), "token budget of a session window (MEMINDEX_CHUNK_TOKENS)")
+	fs.IntVar(&c.overlap, "chunk-overlap", envInt("MEMINDEX_CHUNK_OVERLAP", 60), "token overlap between windows (MEMINDEX_CHUNK_OVERLAP)")
+	fs.StringVar(&c.worker, "worker", env("MEMINDEX_WORKER", host), "this worker's name in status (MEMINDEX_WORKER)")
+	fs.StringVar(&c.logLevel, "log-level", env("MEMINDEX_LOG_LEVEL", "info"), "debug, info, warn or error (MEMINDEX_LOG_LEVEL)")
+	fs.StringVar(&c.logFormat, "log-format", env("MEMINDEX_LOG_FORMAT", "text"), "text or json (MEMINDEX_LOG_FORMAT)")
+	fs.IntVar(&c.searchPool, "search-workers", envInt("MEMINDEX_SEARCH_WORKERS", 0), "searches run at once; 0 = 2 × CPUs (MEMINDEX_SEARCH_WORKERS)")
+	fs.IntVar(&c.maxPending, "search-pending", envInt("MEMINDEX_SEARCH_PENDING", 256), "searches queued before 429 (MEMINDEX_SEARCH_PENDING)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger(c.logLevel, c.logFormat)
+	if err != nil {
+		return err
+	}
+	return serve(ctx, c, log)
+}
+
+func newLogger(level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// serve runs a worker until ctx ends, then shuts it down.
+func serve(ctx context.Context, c serveConfig, log *slog.Logger) error {
+	n, err := startNode(ctx, c, log)
+	if err != nil {
+		return err
+	}
+	return n.run(ctx)
+}
+
+// node is one running worker with everything it started.
+type node struct {
+	cfg      serveConfig
+	log      *slog.Logger
+	embedded *server.Server
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	cache    *store.Cache
+	cached   *embedder.Cached
+	shards   map[int]*store.Shard
+	worker   *consumer.Worker
+	svc      *query.Service
+	url      string
+	closers  []func()
+}
+
+// startNode starts, in order: the embedded NATS server (unless a server is
+// named), the connection, the streams, the embedding cache and embedder, the
+// shards, the consumers and the micro service. On error it undoes what it
+// started.
+func startNode(ctx context.Context, c serveConfig, log *slog.Logger) (_ *node, err error) {
+	n := &node{cfg: c, log: log, shards: make(map[int]*store.Shard)}
+	defer func() {
+		if err != nil {
+			n.close()
+		}
+	}()
+	if err := os.MkdirAll(c.data, 0o755); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	emb, info, err := newEmbedder(c)
+	if err != nil {
+		return nil, err
+	}
+	if c.conn.server == "" && c.conn.context == "" {
+		if n.embedded, err = startEmbedded(c.listen, filepath.Join(c.data, "nats")); err != nil {
+			return nil, err
+		}
+		n.closers = append(n.closers, func() { n.embedded.Shutdown(); n.embedded.WaitForShutdown() })
+		c.conn.server = n.embedded.ClientURL()
+		log.Info("embedded NATS server with JetStream", "url", c.conn.server, "store", filepath.Join(c.data, "nats"))
+	}
+	n.url = c.conn.server
+	if n.nc, err = c.conn.connect("memindex worker " + c.worker); err != nil {
+		return nil, err
+	}
+	n.closers = append(n.closers, n.nc.Close)
+	if n.js, err = jetstream.New(n.nc); err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := consumer.EnsureStreams(sctx, n.js, consumer.StreamConfig{Partitions: c.partitions}); err != nil {
+		return nil, err
+	}
+
+	if n.cache, err = store.OpenCache(ctx, filepath.Join(c.data, "cache.db")); err != nil {
+		return nil, err
+	}
+	n.closers = append(n.closers, func() { n.cache.Close(context.Background()) })
+	n.cached = embedder.NewCached(embedder.NewBatched(emb, embedder.PoolConfig{BatchSize: c.embedBatch, Concurrency: c.embedConc}), n.cache)
+
+	shardDir := filepath.Join(c.data, "shards")
+	if err := os.MkdirAll(shardDir, 0o755); err != nil {
+		return nil, fmt.Errorf("shard directory: %w", err)
+	}
+	n.closers = append(n.closers, func() {
+		for p, sh := range n.shards {
+			if err := sh.Close(context.Background()); err != nil {
+				log.Error("close shard", "partition", p, "err", err)
+			}
+		}
+	})
+	owned := make([]int, c.partitions)
+	seams := make(map[int]consumer.Shard, c.partitions)
+	for p := range c.partitions {
+		owned[p] = p
+		sh, err := store.Open(ctx, shardPath(shardDir, p), store.Config{Dims: info.Dims})
+		if err != nil {
+			return nil, fmt.Errorf("partition %d: %w", p, err)
+		}
+		n.shards[p], seams[p] = sh, sh
+	}
+
+	n.worker, err = consumer.New(n.js, consumer.Config{
+		Partitions: owned,
+		BatchSize:  c.batch,
+		Chunker:    chunker.Config{BudgetTokens: c.chunkTokens, OverlapTokens: c.overlap},
+		Logger:     log,
+	}, seams, n.cached)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.worker.Start(sctx); err != nil {
+		return nil, err
+	}
+
+	router := query.RouterFunc(func(ns string) (query.Searcher, int, error) {
+		p := memindex.Partition(ns, c.partitions)
+		sh, ok := n.shards[p]
+		if !ok {
+			return nil, p, query.ErrNotOwned
+		}
+		return sh, p, nil
+	})
+	engine := query.NewEngine(query.EngineConfig{}, router, n.cached)
+	n.svc, err = query.NewService(n.nc, query.ServiceConfig{
+		Version: serviceVersion, Workers: c.searchPool, MaxPending: c.maxPending, Worker: c.worker,
+	}, engine, n.status)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("memindex worker ready", "worker", c.worker, "partitions", c.partitions,
+		"embedder", info.Provider, "model", info.Model, "dims", info.Dims, "data", c.data)
+	return n, nil
+}
+
+func (n *node) status(ctx context.Context) memindex.StatusResponse {
+	info := n.cached.Info()
+	st := n.cached.Stats()
+	parts := n.worker.Status(ctx)
+	var dlq uint64
+	for _, p := range parts {
+		dlq += p.DLQ
+	}
+	return memindex.StatusResponse{
+		Type: "status", Version: 1, Worker: n.cfg.worker, Ready: n.worker.Ready(),
+		Embedder: memindex.EmbedderStatus{Provider: info.Provider, Model: info.Model, Dims: info.Dims,
+			CacheHits: st.Hits, CacheMisses: st.Misses},
+		Partitions: parts, DLQ: dlq,
+	}
+}
+
+// run consumes until ctx ends, then shuts down in reverse order of start:
+// intake stops and the batch in hand commits and is acknowledged, the service
+// stops, the connection drains, shards and cache close, the embedded server
+// stops.
+func (n *node) run(ctx context.Context) error {
+	runErr := n.worker.Run(ctx)
+	n.log.Info("intake stopped; shutting down")
+	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.svc.Stop(stopCtx); err != nil {
+		n.log.Error("stop service", "err", err)
+	}
+	n.svc = nil
+	// Acks are fire-and-forget publishes: flush them before closing.
+	if err := n.nc.FlushTimeout(5 * time.Second); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		n.log.Error("flush NATS connection", "err", err)
+	}
+	n.close()
+	return runErr
+}
+
+// close undoes startNode, last started first.
+func (n *node) close() {
+	if n.svc != nil {
+		_ = n.svc.Stop(context.Background())
+	}
+	for i := len(n.closers) - 1; i >= 0; i-- {
+		n.closers[i]()
+	}
+	n.closers = nil
+}
+
+func shardPath(dir string, p int) string {
+	return filepath.Join(dir, "p"+strconv.Itoa(p)+".db")
+}
+
+// serviceVersion is the micro service version (micro requires semver).
+const serviceVersion = "0.1.0"
+
+func newEmbedder(c serveConfig) (embedder.Embedder, embedder.Info, error) {
+	switch c.embedder {
+	case "builtin", "":
+		b, err := embedder.NewBuiltin(embedder.BuiltinConfig{Dims: c.dims})
+		if err != nil {
+			return nil, embedder.Info{}, fmt.Errorf("--embedder builtin: %w", err)
+		}
+		return b, b.Info(), nil
+	}
+	return nil, embedder.Info{}, fmt.Errorf("--embedder %q: unknown provider (available: builtin)", c.embedder)
+}
+
+// startEmbedded starts an in-process nats-server with JetStream on listen,
+// storing under dir.
+func startEmbedded(listen, dir string) (*server.Server, error) {
+	host, portStr, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %q: %w", listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %q: bad port", listen)
+	}
+	opts := &server.Options{
+		ServerName: "memindex-embedded",
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   dir,
+		NoSigs:     true,
+		NoLog:      true,
+		MaxPayload: memindex.MaxEventBytes + 64<<10,
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded NATS server: %w", err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(15 * time.Second) {
+		s.Shutdown()
+		return nil, fmt.Errorf("embedded NATS server on %s did not become ready (is the port in use? set --listen or --server)", listen)
+	}
+	return s, nil
+}

@@ -1,0 +1,39 @@
+package consumer
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"memindex"
+)
+
+// decodeMsg turns one stored message into a validated event. subject is the
+// stored subject memindex.events.<partition>.<namespace>; stored is the time
+// the stream stored it, used when the event carries no timestamp. The error
+// says why the event can never apply.
+func decodeMsg(subject string, data []byte, stored time.Time) (memindex.Event, error) {
+	ns := subject[strings.LastIndexByte(subject, '.')+1:]
+	if !memindex.ValidNamespace(ns) {
+		return memindex.Event{}, fmt.Errorf("subject namespace %q is not 1-64 characters of [A-Za-z0-9_-]: %w", ns, memindex.ErrInvalid)
+	}
+	e, err := memindex.DecodeEvent(data)
+	if err != nil {
+		return e, err
+	}
+	switch {
+	case e.Namespace == "":
+		e.Namespace = ns
+	case e.Namespace != ns:
+		return e, fmt.Errorf("field namespace: %q but published on the subject of namespace %q: %w", e.Namespace, ns, ErrWrongNamespace)
+	}
+	switch e.Type {
+	case memindex.TypeMessage, memindex.TypeSessionDeleted:
+	default:
+		return e, fmt.Errorf("event type %q is not handled by this worker version: %w", e.Type, memindex.ErrUnsupported)
+	}
+	if e.Type == memindex.TypeMessage && e.Timestamp == "" {
+		e.Timestamp = stored.UTC().Format(time.RFC3339Nano)
+	}
+	return e, nil
+}

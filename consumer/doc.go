@@ -1,0 +1,16 @@
+// Package consumer owns ingestion: the JetStream streams and the durable pull
+// consumer of each partition, decoding and validating events, coalescing a
+// batch per session, planning the re-chunking of each touched session,
+// embedding new chunks, applying the batch to the partition's shard in one
+// transaction, the ack policy, the dead-letter stream and the vector backfill.
+//
+// The fate of every message is decided in one place (Worker.process): applied
+// → acknowledged after the commit; never applicable → copied to MEMINDEX_DLQ
+// with its reason, then terminated. A shard records the last stream sequence it
+// applied in the same transaction as the data, and a partition's consumer is
+// (re)created at start to deliver from the sequence after it, so redeliveries
+// and replays are no-ops and a deleted shard is rebuilt from the stream.
+//
+// It must not serve queries, know the SQLite schema (it talks to a Shard
+// interface) or read configuration from the environment.
+package consumer

@@ -1,0 +1,179 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"memindex"
+	"memindex/chunker"
+	"memindex/store"
+)
+
+// sessionPlan collects what one batch does to one session.
+type sessionPlan struct {
+	ref   store.SessionRef
+	reset bool // the session was deleted in this batch before these messages
+	msgs  map[int64]store.Message
+}
+
+// planner coalesces the valid events of one batch, in stream order, into a
+// store.Batch: deletions first, then each touched session's new messages and
+// the re-chunking of its tail.
+type planner struct {
+	sessions map[store.SessionRef]*sessionPlan
+	order    []store.SessionRef
+	deletes  []store.SessionRef
+}
+
+func newPlanner() *planner {
+	return &planner{sessions: make(map[store.SessionRef]*sessionPlan)}
+}
+
+func (p *planner) add(e memindex.Event) {
+	switch e.Type {
+	case memindex.TypeMessage:
+		ref := store.SessionRef{Namespace: e.Namespace, SessionKey: e.SessionKey, SessionID: e.SessionID}
+		sp := p.sessions[ref]
+		if sp == nil {
+			sp = &sessionPlan{ref: ref, msgs: make(map[int64]store.Message)}
+			p.sessions[ref] = sp
+			p.order = append(p.order, ref)
+		}
+		text := e.Text
+		if c := strings.TrimSpace(e.ImageCaption); c != "" {
+			text = strings.TrimSpace(text + " [image: " + c + "]")
+		}
+		sp.msgs[e.Seq] = store.Message{
+			Namespace: e.Namespace, SessionKey: e.SessionKey, SessionID: e.SessionID,
+			Seq: e.Seq, ID: e.ID, Role: e.Role, Speaker: e.Speaker, Text: text, Time: e.Time(),
+		}
+	case memindex.TypeSessionDeleted:
+		del := store.SessionRef{Namespace: e.Namespace, SessionKey: e.SessionKey, SessionID: e.SessionID}
+		p.deletes = append(p.deletes, del)
+		for ref, sp := range p.sessions {
+			if ref.Namespace == del.Namespace && ref.SessionKey == del.SessionKey &&
+				(del.SessionID == "" || ref.SessionID == del.SessionID) {
+				sp.reset = true
+				clear(sp.msgs)
+			}
+		}
+	}
+}
+
+// deletedBefore reports whether a deletion in this batch covers ref, so its
+// stored state is gone by the time its messages apply.
+func (p *planner) deletedBefore(sp *sessionPlan) bool { return sp.reset }
+
+// newChunk is a chunk the batch inserts, not yet stored, that needs a vector.
+type newChunk struct {
+	session int // index into Batch.Rechunk
+	index   int // index into its Chunks
+}
+
+// build reads each touched session's stored tail from sh, re-chunks it with
+// the new messages, and returns the batch with the chunks that need vectors.
+func (p *planner) build(ctx context.Context, sh Shard, cc chunker.Config, seq uint64) (store.Batch, []newChunk, error) {
+	b := store.Batch{Seq: seq, DeleteSessions: p.deletes}
+	var fresh []newChunk
+	for _, ref := range p.order {
+		sp := p.sessions[ref]
+		if len(sp.msgs) == 0 {
+			continue
+		}
+		news := make([]store.Message, 0, len(sp.msgs))
+		for _, m := range sp.msgs {
+			news = append(news, m)
+		}
+		sort.Slice(news, func(i, j int) bool { return news[i].Seq < news[j].Seq })
+		b.Messages = append(b.Messages, news...)
+
+		from := int64(1)
+		var spans []store.ChunkSpan
+		var stored []store.Message
+		if !p.deletedBefore(sp) {
+			var err error
+			if spans, err = sh.SessionChunkSpans(ctx, ref); err != nil {
+				return b, nil, fmt.Errorf("plan session %q: %w", ref.SessionKey, err)
+			}
+			from = rechunkFrom(spans, news[0].Seq)
+			if stored, err = sh.SessionMessages(ctx, ref, from); err != nil {
+				return b, nil, fmt.Errorf("plan session %q: %w", ref.SessionKey, err)
+			}
+		}
+		msgs := mergeMessages(stored, news)
+		chunks := chunker.Session(cc, chunkScope(ref), toChunkerMessages(msgs))
+		known := make(map[string]bool, len(spans))
+		for _, s := range spans {
+			known[s.ID] = true
+		}
+		sc := store.SessionChunks{Session: ref, From: from, Chunks: make([]store.Chunk, 0, len(chunks))}
+		for _, c := range chunks {
+			if !known[c.ID] {
+				fresh = append(fresh, newChunk{session: len(b.Rechunk), index: len(sc.Chunks)})
+			}
+			sc.Chunks = append(sc.Chunks, store.Chunk{
+				ID: c.ID, Namespace: ref.Namespace, Source: memindex.SourceSessions,
+				SessionKey: ref.SessionKey, SessionID: ref.SessionID,
+				SeqStart: c.SeqStart, SeqEnd: c.SeqEnd, Part: c.Part, Text: c.Text,
+				TimeStart: c.TimeStart, TimeEnd: c.TimeEnd,
+			})
+		}
+		b.Rechunk = append(b.Rechunk, sc)
+	}
+	return b, fresh, nil
+}
+
+// rechunkFrom returns the message seq re-chunking must start from when
+// messages from minNew on change: the start of the earliest stored chunk that
+// reaches minNew, or of the last chunk (the open tail) when none does. With
+// no chunks it is 1, the session's start.
+func rechunkFrom(spans []store.ChunkSpan, minNew int64) int64 {
+	if len(spans) == 0 {
+		return 1
+	}
+	for _, s := range spans {
+		if s.SeqEnd >= minNew {
+			return min(s.SeqStart, minNew)
+		}
+	}
+	return spans[len(spans)-1].SeqStart
+}
+
+// mergeMessages merges stored and new messages by seq; new ones win.
+func mergeMessages(stored, news []store.Message) []store.Message {
+	if len(stored) == 0 {
+		return news
+	}
+	out := make([]store.Message, 0, len(stored)+len(news))
+	i, j := 0, 0
+	for i < len(stored) || j < len(news) {
+		switch {
+		case j == len(news) || (i < len(stored) && stored[i].Seq < news[j].Seq):
+			out = append(out, stored[i])
+			i++
+		case i == len(stored) || news[j].Seq < stored[i].Seq:
+			out = append(out, news[j])
+			j++
+		default: // same seq: the new message replaces the stored one
+			out = append(out, news[j])
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+func toChunkerMessages(ms []store.Message) []chunker.Message {
+	out := make([]chunker.Message, len(ms))
+	for i, m := range ms {
+		out[i] = chunker.Message{Seq: m.Seq, ID: m.ID, Role: m.Role, Speaker: m.Speaker, Text: m.Text, Time: m.Time}
+	}
+	return out
+}
+
+// chunkScope is the scope chunk ids of a session derive from.
+func chunkScope(ref store.SessionRef) string {
+	return ref.Namespace + "\x00" + ref.SessionKey + "\x00" + ref.SessionID
+}

@@ -1,0 +1,19 @@
+package consumer
+
+import (
+	"context"
+
+	"memindex/store"
+)
+
+// Shard is what ingestion needs of one partition's SQLite file;
+// *store.Shard satisfies it.
+type Shard interface {
+	Apply(ctx context.Context, b store.Batch) (store.ApplyStats, error)
+	AppliedSeq(ctx context.Context) (uint64, error)
+	SessionChunkSpans(ctx context.Context, ref store.SessionRef) ([]store.ChunkSpan, error)
+	SessionMessages(ctx context.Context, ref store.SessionRef, fromSeq int64) ([]store.Message, error)
+	PendingVectors(ctx context.Context, limit int) ([]store.PendingChunk, error)
+	SetVectors(ctx context.Context, vs []store.ChunkVector) (int, error)
+	Stats(ctx context.Context) (store.Stats, error)
+}

@@ -1,0 +1,425 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/sourcegraph/conc"
+
+	"memindex"
+	"memindex/chunker"
+	"memindex/embedder"
+	"memindex/store"
+)
+
+// Log attribute keys.
+const (
+	attrPartition = "partition"
+	attrSeq       = "seq"
+	attrReason    = "reason"
+	attrErr       = "err"
+	attrCount     = "count"
+)
+
+// Config sets up a Worker. The zero value of every field but Partitions has a
+// sane default.
+type Config struct {
+	// Partitions are the partitions this worker owns.
+	Partitions []int
+	// BatchSize is the most events applied in one transaction.
+	BatchSize int
+	// BatchWait is how long to wait for more events once one has arrived.
+	BatchWait time.Duration
+	// Chunker configures session windows.
+	Chunker chunker.Config
+	// EmbedTimeout bounds inline embedding of a batch's new chunks; past it
+	// the chunks commit without vectors and the backfill embeds them later.
+	EmbedTimeout time.Duration
+	// BackfillBatch is how many waiting chunks one backfill round embeds.
+	BackfillBatch int
+	// BackfillInterval is how often the backfill looks for waiting chunks.
+	BackfillInterval time.Duration
+	// AckWait is the consumer's ack wait; batches send progress heartbeats.
+	AckWait time.Duration
+	// Logger receives operational logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Validate fills defaults and checks the values.
+func (c *Config) Validate() error {
+	if len(c.Partitions) == 0 {
+		return errors.New("config: no partitions to own")
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 1000
+	}
+	if c.BatchSize < 1 {
+		return fmt.Errorf("config: batch size must be positive, got %d", c.BatchSize)
+	}
+	if c.BatchWait == 0 {
+		c.BatchWait = 5 * time.Millisecond
+	}
+	c.Chunker = c.Chunker.WithDefaults()
+	if err := c.Chunker.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if c.EmbedTimeout == 0 {
+		c.EmbedTimeout = 5 * time.Second
+	}
+	if c.BackfillBatch == 0 {
+		c.BackfillBatch = 256
+	}
+	if c.BackfillInterval == 0 {
+		c.BackfillInterval = time.Second
+	}
+	if c.AckWait == 0 {
+		c.AckWait = 2 * time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Worker consumes the partitions it owns and applies them to their shards.
+type Worker struct {
+	js    jetstream.JetStream
+	cfg   Config
+	emb   embedder.Embedder
+	log   *slog.Logger
+	parts []*partition
+	byID  map[int]*partition
+	ready atomic.Bool
+}
+
+type partition struct {
+	id      int
+	shard   Shard
+	cons    atomic.Pointer[jetstream.Consumer]
+	applied atomic.Uint64
+	lastErr atomic.Pointer[string]
+	kick    chan struct{}
+}
+
+// New returns a worker for the partitions of cfg; shards must hold an open
+// shard for each of them.
+func New(js jetstream.JetStream, cfg Config, shards map[int]Shard, emb embedder.Embedder) (*Worker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	w := &Worker{js: js, cfg: cfg, emb: emb, log: cfg.Logger, byID: make(map[int]*partition)}
+	for _, id := range cfg.Partitions {
+		sh, ok := shards[id]
+		if !ok {
+			return nil, fmt.Errorf("new worker: no shard for partition %d", id)
+		}
+		p := &partition{id: id, shard: sh, kick: make(chan struct{}, 1)}
+		w.parts = append(w.parts, p)
+		w.byID[id] = p
+	}
+	return w, nil
+}
+
+// Start positions each partition's durable consumer right after the
+// sequence its shard applied last. It must succeed before Run.
+func (w *Worker) Start(ctx context.Context) error {
+	for _, p := range w.parts {
+		applied, err := p.shard.AppliedSeq(ctx)
+		if err != nil {
+			return fmt.Errorf("start partition %d: %w", p.id, err)
+		}
+		p.applied.Store(applied)
+		cons, err := w.positionConsumer(ctx, p.id, applied)
+		if err != nil {
+			return fmt.Errorf("start partition %d: %w", p.id, err)
+		}
+		p.cons.Store(&cons)
+	}
+	return nil
+}
+
+// positionConsumer (re)creates partition p's durable consumer so that it
+// delivers from applied+1: the shard, not the consumer, knows what is done.
+func (w *Worker) positionConsumer(ctx context.Context, p int, applied uint64) (jetstream.Consumer, error) {
+	name := ConsumerName(p)
+	if err := w.js.DeleteConsumer(ctx, memindex.StreamEvents, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("reset consumer %s: %w", name, err)
+	}
+	cc := jetstream.ConsumerConfig{
+		Durable:       name,
+		Description:   "memindex partition " + strconv.Itoa(p),
+		FilterSubject: memindex.PartitionFilter(p),
+		AckPolicy:     jetstream.AckAllPolicy,
+		AckWait:       w.cfg.AckWait,
+		MaxDeliver:    -1,
+		MaxAckPending: 4 * w.cfg.BatchSize,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+	if applied > 0 {
+		cc.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cc.OptStartSeq = applied + 1
+	}
+	cons, err := w.js.CreateConsumer(ctx, memindex.StreamEvents, cc)
+	if err != nil {
+		return nil, fmt.Errorf("create consumer %s: %w", name, err)
+	}
+	return cons, nil
+}
+
+// Run consumes every owned partition until ctx ends, then stops intake,
+// finishes and commits the batch in hand, acknowledges it and returns.
+func (w *Worker) Run(ctx context.Context) error {
+	var wg conc.WaitGroup
+	w.ready.Store(true)
+	for _, p := range w.parts {
+		wg.Go(func() { w.consume(ctx, p) })
+		wg.Go(func() { w.backfill(ctx, p) })
+	}
+	wg.Wait()
+	w.ready.Store(false)
+	return nil
+}
+
+// Ready reports whether the worker is consuming.
+func (w *Worker) Ready() bool { return w.ready.Load() }
+
+func (w *Worker) consume(ctx context.Context, p *partition) {
+	for ctx.Err() == nil {
+		err := w.consumeOnce(ctx, p)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		p.setErr(err)
+		w.log.Error("consume", attrPartition, p.id, attrErr, err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		// Re-position after an error: the shard knows what is applied.
+		cons, perr := w.positionConsumer(ctx, p.id, p.applied.Load())
+		if perr == nil {
+			p.cons.Store(&cons)
+		}
+	}
+}
+
+func (w *Worker) consumeOnce(ctx context.Context, p *partition) error {
+	it, err := (*p.cons.Load()).Messages(jetstream.PullMaxMessages(2 * w.cfg.BatchSize))
+	if err != nil {
+		return fmt.Errorf("messages: %w", err)
+	}
+	defer it.Stop()
+	for {
+		first, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("next: %w", err)
+		}
+		msgs := []jetstream.Msg{first}
+		for len(msgs) < w.cfg.BatchSize {
+			m, err := it.Next(jetstream.NextMaxWait(w.cfg.BatchWait))
+			if err != nil {
+				break
+			}
+			msgs = append(msgs, m)
+		}
+		// The batch in hand is finished even when ctx ends meanwhile.
+		if err := w.process(context.WithoutCancel(ctx), p, msgs); err != nil {
+			return err
+		}
+	}
+}
+
+// deadLetter is one event that can never apply.
+type deadLetter struct {
+	msg    jetstream.Msg
+	seq    uint64
+	reason string
+}
+
+// process decides the fate of one batch: events already applied are skipped,
+// events that can never apply go to the DLQ, the rest are applied in one
+// transaction that records the batch's last sequence, and then the batch is
+// acknowledged. It retries the commit until it succeeds or ctx ends; it never
+// skips ahead of a batch that did not commit.
+func (w *Worker) process(ctx context.Context, p *partition, msgs []jetstream.Msg) error {
+	applied := p.applied.Load()
+	pl := newPlanner()
+	var dead []deadLetter
+	var last uint64
+	fresh := 0
+	for _, m := range msgs {
+		md, err := m.Metadata()
+		if err != nil {
+			return fmt.Errorf("message metadata: %w", err)
+		}
+		seq := md.Sequence.Stream
+		if seq > last {
+			last = seq
+		}
+		if seq <= applied {
+			continue // a redelivery of what the shard already holds
+		}
+		fresh++
+		e, err := decodeMsg(m.Subject(), m.Data(), md.Timestamp)
+		if err != nil {
+			dead = append(dead, deadLetter{msg: m, seq: seq, reason: err.Error()})
+			continue
+		}
+		pl.add(e)
+	}
+	if fresh == 0 {
+		return msgs[len(msgs)-1].Ack()
+	}
+	stop := heartbeat(ctx, msgs, w.cfg.AckWait/3)
+	defer stop()
+	// Dead letters are stored before the commit that moves past them, so a
+	// crash in between re-sends them (de-duplicated by message id).
+	for _, d := range dead {
+		if err := w.publishDead(ctx, p.id, d); err != nil {
+			return fmt.Errorf("dead-letter seq %d: %w", d.seq, err)
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		err := w.commit(ctx, p, pl, last)
+		if err == nil {
+			break
+		}
+		p.setErr(err)
+		w.log.Error("apply batch", attrPartition, p.id, attrSeq, last, attrErr, err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff(attempt)):
+		}
+	}
+	p.applied.Store(last)
+	p.lastErr.Store(nil)
+	return ackBatch(msgs, dead)
+}
+
+// ackBatch terminates the dead letters, then acknowledges the highest other
+// message, which under AckAll covers every message before it.
+func ackBatch(msgs []jetstream.Msg, dead []deadLetter) error {
+	isDead := make(map[jetstream.Msg]bool, len(dead))
+	for _, d := range dead {
+		isDead[d.msg] = true
+		_ = d.msg.TermWithReason(truncateReason(d.reason))
+	}
+	var top jetstream.Msg
+	var topSeq uint64
+	for _, m := range msgs {
+		if isDead[m] {
+			continue
+		}
+		if md, err := m.Metadata(); err == nil && md.Sequence.Stream >= topSeq {
+			top, topSeq = m, md.Sequence.Stream
+		}
+	}
+	if top == nil {
+		return nil
+	}
+	return top.Ack()
+}
+
+func (w *Worker) commit(ctx context.Context, p *partition, pl *planner, last uint64) error {
+	b, fresh, err := pl.build(ctx, p.shard, w.cfg.Chunker, last)
+	if err != nil {
+		return err
+	}
+	if len(fresh) > 0 {
+		w.embedInline(ctx, b, fresh)
+	}
+	if _, err := p.shard.Apply(ctx, b); err != nil {
+		return err
+	}
+	for _, sc := range b.Rechunk {
+		for _, c := range sc.Chunks {
+			if c.Vector == nil {
+				p.kickBackfill()
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// embedInline gives the batch's new chunks their vectors when the embedder
+// answers within EmbedTimeout; otherwise they commit without and wait for
+// the backfill. Ingestion never waits longer on the provider.
+func (w *Worker) embedInline(ctx context.Context, b store.Batch, fresh []newChunk) {
+	texts := make([]string, len(fresh))
+	for i, f := range fresh {
+		texts[i] = b.Rechunk[f.session].Chunks[f.index].Text
+	}
+	ectx, cancel := context.WithTimeout(ctx, w.cfg.EmbedTimeout)
+	defer cancel()
+	vecs, err := w.emb.Embed(ectx, embedder.Request{Texts: texts, Kind: embedder.KindDocument})
+	if err == nil {
+		err = embedder.CheckVectors(vecs, len(texts), w.emb.Info().Dims)
+	}
+	if err != nil {
+		w.log.Warn("embed batch; chunks wait for the backfill", attrCount, len(texts), attrErr, err)
+		return
+	}
+	for i, f := range fresh {
+		b.Rechunk[f.session].Chunks[f.index].Vector = vecs[i]
+	}
+}
+
+func (p *partition) kickBackfill() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (p *partition) setErr(err error) {
+	s := err.Error()
+	p.lastErr.Store(&s)
+}
+
+// heartbeat sends InProgress for msgs every interval until stop is called,
+// so a slow commit does not trigger redelivery.
+func heartbeat(ctx context.Context, msgs []jetstream.Msg, every time.Duration) (stop func()) {
+	done := make(chan struct{})
+	var wg conc.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				for _, m := range msgs {
+					_ = m.InProgress()
+				}
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+func backoff(attempt int) time.Duration {
+	d := 100 * time.Millisecond << min(attempt, 6)
+	return min(d, 5*time.Second)
+}
+
+func truncateReason(s string) string {
+	if len(s) > 512 {
+		return s[:512]
+	}
+	return s
+}
