@@ -41,7 +41,9 @@ type Func struct {
 }
 
 // Embed calls f.EmbedFunc.
-func (f Func) Embed(ctx context.Context, req Request) ([][]float32, error) { return f.EmbedFunc(ctx, req) }
+func (f Func) Embed(ctx context.Context, req Request) ([][]float32, error) {
+	return f.EmbedFunc(ctx, req)
+}
 
 // Info returns f.Desc.
 func (f Func) Info() Info { return f.Desc }

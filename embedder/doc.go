@@ -1,0 +1,29 @@
+// Package embedder turns text into vectors for the vector leg of search.
+//
+// It owns:
+//
+//   - the Embedder seam (embedder.go): Embed returns one L2-normalised vector
+//     of Info().Dims per text, in order, and Info names the vector space, so
+//     vectors of different providers, models or sizes are never mixed;
+//   - the providers, one file each, each configured by a plain config struct
+//     with Validate;
+//   - Builtin (builtin.go), the deterministic offline embedder: feature
+//     hashing of words, word pairs and character n-grams. It needs no network
+//     or model and gives identical vectors on every machine, so it is the
+//     fallback and the embedder of tests, but it is lexical, not semantic;
+//   - Batched (batch.go), which splits a request into batches and runs them
+//     through a bounded conc pool, reassembling the vectors in order;
+//   - Cached (cache.go), which serves texts from a Cache keyed by CacheKey,
+//     embeds only the misses and stores them, and MemoryCache (memcache.go),
+//     an in-process LRU bounded in bytes;
+//   - vector validation (validate.go): CheckVectors and Normalize.
+//
+// The usual stack is NewCached(NewBatched(provider, poolCfg), cache): the
+// cache answers what it can, only misses are batched, and vectors are checked
+// before they are cached.
+//
+// It must not read the environment or files for its configuration (cmd/
+// does, and passes config structs in), know about NATS or the SQLite schema
+// (the store package satisfies Cache), start goroutines that outlive a call,
+// or log: errors are returned, wrapping the sentinels in errors.go.
+package embedder
