@@ -1,0 +1,471 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// SQL the writer runs, prepared once at Open on the single writer connection
+// and bound to each transaction with Tx.StmtContext.
+const (
+	sqlUpsertMessage = `INSERT INTO messages(namespace, session_key, session_id, seq, id, role, speaker, text, ts)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT(namespace, session_key, session_id, seq) DO UPDATE SET
+		id = excluded.id, role = excluded.role, speaker = excluded.speaker, text = excluded.text, ts = excluded.ts`
+	sqlDeleteMessagesKey     = `DELETE FROM messages WHERE namespace = ? AND session_key = ?`
+	sqlDeleteMessagesSession = `DELETE FROM messages WHERE namespace = ? AND session_key = ? AND session_id = ?`
+	sqlDeleteChunksKey       = `DELETE FROM chunks WHERE namespace = ? AND session_key = ? RETURNING rowid, text, has_vector`
+	sqlDeleteChunksSession   = `DELETE FROM chunks WHERE namespace = ? AND session_key = ? AND session_id = ? RETURNING rowid, text, has_vector`
+	sqlSelectTail            = `SELECT rowid, id, text, has_vector FROM chunks
+		WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq_start >= ?`
+	sqlDeleteChunk = `DELETE FROM chunks WHERE rowid = ?`
+	sqlInsertChunk = `INSERT INTO chunks(id, namespace, source, session_key, session_id, seq_start, seq_end, part, text, ts_start, ts_end, has_vector)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`
+	sqlFTSInsert   = `INSERT INTO chunks_fts(rowid, text, ns) VALUES (?, ?, ?)`
+	sqlFTSDelete   = `INSERT INTO chunks_fts(chunks_fts, rowid, text, ns) VALUES ('delete', ?, ?, ?)`
+	sqlVecInsert   = `INSERT INTO vec_chunks(rowid, embedding) VALUES (?, ?)`
+	sqlVecDelete   = `DELETE FROM vec_chunks WHERE rowid = ?`
+	sqlSetHasVec   = `UPDATE chunks SET has_vector = 1 WHERE rowid = ?`
+	sqlSetSeq      = `UPDATE meta SET value = max(value, ?) WHERE key = 'applied_seq'`
+	sqlChunkVecRow = `SELECT id, namespace, session_key, session_id, ts_start, ts_end FROM chunks WHERE rowid = ?`
+)
+
+// writeStmts are the writer's prepared statements.
+type writeStmts struct {
+	upsertMessage, deleteMessagesKey, deleteMessagesSession *sql.Stmt
+	deleteChunksKey, deleteChunksSession, selectTail        *sql.Stmt
+	deleteChunk, insertChunk, ftsInsert, ftsDelete          *sql.Stmt
+	vecInsert, vecDelete, setHasVec, setSeq                 *sql.Stmt
+	all                                                     []*sql.Stmt
+}
+
+func prepareWriteStmts(ctx context.Context, db *sql.DB) (*writeStmts, error) {
+	ws := &writeStmts{}
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&ws.upsertMessage, sqlUpsertMessage},
+		{&ws.deleteMessagesKey, sqlDeleteMessagesKey},
+		{&ws.deleteMessagesSession, sqlDeleteMessagesSession},
+		{&ws.deleteChunksKey, sqlDeleteChunksKey},
+		{&ws.deleteChunksSession, sqlDeleteChunksSession},
+		{&ws.selectTail, sqlSelectTail},
+		{&ws.deleteChunk, sqlDeleteChunk},
+		{&ws.insertChunk, sqlInsertChunk},
+		{&ws.ftsInsert, sqlFTSInsert},
+		{&ws.ftsDelete, sqlFTSDelete},
+		{&ws.vecInsert, sqlVecInsert},
+		{&ws.vecDelete, sqlVecDelete},
+		{&ws.setHasVec, sqlSetHasVec},
+		{&ws.setSeq, sqlSetSeq},
+	} {
+		st, err := db.PrepareContext(ctx, p.sql)
+		if err != nil {
+			ws.close()
+			return nil, fmt.Errorf("%.40s: %w", p.sql, err)
+		}
+		*p.dst = st
+		ws.all = append(ws.all, st)
+	}
+	return ws, nil
+}
+
+func (ws *writeStmts) close() error {
+	var errs []error
+	for _, st := range ws.all {
+		errs = append(errs, st.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// writer runs the statements of one write transaction and records the
+// in-memory index changes to make once it commits.
+//
+// Statements run with ctx without its cancellation: go-sqlite3 runs every
+// statement of a cancellable context on a goroutine of its own (and
+// database/sql watches every Rows of a transaction with another), which
+// costs more than the statement itself. Cancellation is honoured instead by
+// checking parent between rows (alive) and by the transaction, which
+// database/sql rolls back when parent ends.
+type writer struct {
+	parent context.Context
+	ctx    context.Context
+	tx     *sql.Tx
+	ws     *writeStmts
+	dims   int
+	bound  map[*sql.Stmt]*sql.Stmt
+	buf    []byte // vector encoding scratch; the driver copies bound blobs
+	ops    []indexOp
+	stats  ApplyStats
+	// nsDelta is the change of each namespace's chunk count.
+	nsDelta map[string]int64
+}
+
+func newWriter(ctx context.Context, tx *sql.Tx, ws *writeStmts, dims int) *writer {
+	return &writer{parent: ctx, ctx: context.WithoutCancel(ctx), tx: tx, ws: ws, dims: dims,
+		bound: make(map[*sql.Stmt]*sql.Stmt, 16), nsDelta: map[string]int64{}}
+}
+
+// alive returns the parent context's error, if any.
+func (w *writer) alive() error { return w.parent.Err() }
+
+// st returns the statement bound to the transaction.
+func (w *writer) st(p *sql.Stmt) *sql.Stmt {
+	if b, ok := w.bound[p]; ok {
+		return b
+	}
+	b := w.tx.StmtContext(w.ctx, p)
+	w.bound[p] = b
+	return b
+}
+
+func (w *writer) close() {
+	for _, b := range w.bound {
+		b.Close()
+	}
+}
+
+// Apply applies b in one transaction: DeleteSessions, Messages (upsert),
+// Rechunk, then records b.Seq as the applied sequence when it is greater than
+// the current one. It either applies everything or nothing. After the commit
+// the in-memory vector index reflects the batch.
+func (s *Shard) Apply(ctx context.Context, b Batch) (ApplyStats, error) {
+	st, err := s.apply(ctx, b)
+	if err != nil {
+		return ApplyStats{}, fmt.Errorf("apply: %w", err)
+	}
+	return st, nil
+}
+
+func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
+	if err := s.check(); err != nil {
+		return ApplyStats{}, err
+	}
+	if err := validateBatch(&b, s.dims); err != nil {
+		return ApplyStats{}, err
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.check(); err != nil {
+		return ApplyStats{}, err
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return ApplyStats{}, err
+	}
+	defer tx.Rollback()
+	w := newWriter(ctx, tx, s.ws, s.dims)
+	defer w.close()
+	stages := []struct {
+		name string
+		run  func() error
+	}{
+		{"delete", func() error {
+			for _, ref := range b.DeleteSessions {
+				if err := w.alive(); err != nil {
+					return err
+				}
+				if err := w.deleteSession(ref); err != nil {
+					return fmt.Errorf("delete session: %w", err)
+				}
+			}
+			return nil
+		}},
+		{"messages", func() error {
+			for i := range b.Messages {
+				if i%64 == 0 {
+					if err := w.alive(); err != nil {
+						return err
+					}
+				}
+				if err := w.upsertMessage(&b.Messages[i]); err != nil {
+					return fmt.Errorf("message: %w", err)
+				}
+			}
+			return nil
+		}},
+		{"rechunk", func() error {
+			for i := range b.Rechunk {
+				if err := w.rechunk(&b.Rechunk[i]); err != nil {
+					return fmt.Errorf("rechunk: %w", err)
+				}
+			}
+			return nil
+		}},
+		{"seq", func() error {
+			if _, err := w.st(w.ws.setSeq).ExecContext(w.ctx, int64(b.Seq)); err != nil {
+				return fmt.Errorf("applied seq: %w", err)
+			}
+			return nil
+		}},
+	}
+	for _, stage := range stages {
+		if err := stage.run(); err != nil {
+			return ApplyStats{}, err
+		}
+		if s.applyHook != nil {
+			if err := s.applyHook(stage.name); err != nil {
+				return ApplyStats{}, err
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return ApplyStats{}, fmt.Errorf("commit: %w", err)
+	}
+	s.index.apply(w.ops)
+	s.sizes.add(w.nsDelta)
+	return w.stats, nil
+}
+
+// validateBatch checks b before any write. A chunk's namespace and session
+// fields may be left empty (they are taken from its SessionChunks) but must
+// not differ. It does not modify b.
+func validateBatch(b *Batch, dims int) error {
+	if b.Seq > math.MaxInt64 {
+		return fmt.Errorf("seq %d beyond int64: %w", b.Seq, ErrInvalidBatch)
+	}
+	for i := range b.Rechunk {
+		sc := &b.Rechunk[i]
+		ref := sc.Session
+		for j := range sc.Chunks {
+			c := &sc.Chunks[j]
+			if c.ID == "" {
+				return fmt.Errorf("chunk %d of session %s/%s/%s: empty id: %w", j, ref.Namespace, ref.SessionKey, ref.SessionID, ErrInvalidBatch)
+			}
+			same := func(field, want, name string) error {
+				if field != "" && field != want {
+					return fmt.Errorf("chunk %s: %s %q differs from its session's %q: %w", c.ID, name, field, want, ErrInvalidBatch)
+				}
+				return nil
+			}
+			if err := errors.Join(
+				same(c.Namespace, ref.Namespace, "namespace"),
+				same(c.SessionKey, ref.SessionKey, "session key"),
+				same(c.SessionID, ref.SessionID, "session id")); err != nil {
+				return err
+			}
+			if c.Vector != nil && len(c.Vector) != dims {
+				return fmt.Errorf("chunk %s: vector of %d, shard %d: %w", c.ID, len(c.Vector), dims, ErrDims)
+			}
+		}
+	}
+	return nil
+}
+
+// deletedChunk is a row returned by a DELETE ... RETURNING on chunks.
+type deletedChunk struct {
+	rowid     int64
+	text      string
+	hasVector bool
+}
+
+// deleteSession removes the messages and chunks (with their FTS rows and
+// vectors) of one session, or of every session of the key when SessionID is
+// empty.
+func (w *writer) deleteSession(ref SessionRef) error {
+	var err error
+	if ref.SessionID == "" {
+		_, err = w.st(w.ws.deleteMessagesKey).ExecContext(w.ctx, ref.Namespace, ref.SessionKey)
+	} else {
+		_, err = w.st(w.ws.deleteMessagesSession).ExecContext(w.ctx, ref.Namespace, ref.SessionKey, ref.SessionID)
+	}
+	if err != nil {
+		return err
+	}
+	var rows *sql.Rows
+	if ref.SessionID == "" {
+		rows, err = w.st(w.ws.deleteChunksKey).QueryContext(w.ctx, ref.Namespace, ref.SessionKey)
+	} else {
+		rows, err = w.st(w.ws.deleteChunksSession).QueryContext(w.ctx, ref.Namespace, ref.SessionKey, ref.SessionID)
+	}
+	if err != nil {
+		return err
+	}
+	var dels []deletedChunk
+	for rows.Next() {
+		var d deletedChunk
+		if err := rows.Scan(&d.rowid, &d.text, &d.hasVector); err != nil {
+			rows.Close()
+			return err
+		}
+		dels = append(dels, d)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, d := range dels {
+		if err := w.dropChunkIndexes(ref.Namespace, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropChunkIndexes removes the FTS row and vector of a deleted chunk.
+func (w *writer) dropChunkIndexes(ns string, d deletedChunk) error {
+	if _, err := w.st(w.ws.ftsDelete).ExecContext(w.ctx, d.rowid, d.text, nsToken(ns)); err != nil {
+		return fmt.Errorf("fts delete: %w", err)
+	}
+	if d.hasVector {
+		if _, err := w.st(w.ws.vecDelete).ExecContext(w.ctx, d.rowid); err != nil {
+			return fmt.Errorf("vec delete: %w", err)
+		}
+		w.ops = append(w.ops, indexOp{ns: ns, rowid: d.rowid})
+	}
+	w.stats.ChunksDeleted++
+	w.nsDelta[ns]--
+	return nil
+}
+
+func (w *writer) upsertMessage(m *Message) error {
+	_, err := w.st(w.ws.upsertMessage).ExecContext(w.ctx,
+		m.Namespace, m.SessionKey, m.SessionID, m.Seq, m.ID, m.Role, m.Speaker, m.Text, timeArg(m.Time))
+	if err != nil {
+		return err
+	}
+	w.stats.Messages++
+	return nil
+}
+
+// rechunk replaces the tail of one session's chunks (see SessionChunks).
+func (w *writer) rechunk(sc *SessionChunks) error {
+	ref := sc.Session
+	rows, err := w.st(w.ws.selectTail).QueryContext(w.ctx, ref.Namespace, ref.SessionKey, ref.SessionID, sc.From)
+	if err != nil {
+		return err
+	}
+	type stored struct {
+		deletedChunk
+		id string
+	}
+	var tail []stored
+	for rows.Next() {
+		var e stored
+		if err := rows.Scan(&e.rowid, &e.id, &e.text, &e.hasVector); err != nil {
+			rows.Close()
+			return err
+		}
+		tail = append(tail, e)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	existing := make(map[string]stored, len(tail))
+	if len(tail) > 0 {
+		keep := make(map[string]bool, len(sc.Chunks))
+		for i := range sc.Chunks {
+			keep[sc.Chunks[i].ID] = true
+		}
+		for _, e := range tail {
+			if keep[e.id] {
+				existing[e.id] = e
+				continue
+			}
+			if _, err := w.st(w.ws.deleteChunk).ExecContext(w.ctx, e.rowid); err != nil {
+				return fmt.Errorf("delete chunk %s: %w", e.id, err)
+			}
+			if err := w.dropChunkIndexes(ref.Namespace, e.deletedChunk); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range sc.Chunks {
+		if i%64 == 0 {
+			if err := w.alive(); err != nil {
+				return err
+			}
+		}
+		cc := sc.Chunks[i] // a copy: the caller's batch is not modified
+		cc.Namespace, cc.SessionKey, cc.SessionID = ref.Namespace, ref.SessionKey, ref.SessionID
+		c := &cc
+		if e, ok := existing[c.ID]; ok {
+			// Kept: it keeps its vector; one arriving for a chunk still
+			// waiting is written.
+			if !e.hasVector && c.Vector != nil {
+				if err := w.writeVector(e.rowid, c, true); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err := w.insertChunk(c); err != nil {
+			return fmt.Errorf("chunk %s: %w", c.ID, err)
+		}
+	}
+	return nil
+}
+
+// insertChunk inserts c with its FTS row and, when it has one, its vector. A
+// chunk whose id is already stored (outside the replaced tail) is left as is.
+func (w *writer) insertChunk(c *Chunk) error {
+	res, err := w.st(w.ws.insertChunk).ExecContext(w.ctx,
+		c.ID, c.Namespace, c.Source, c.SessionKey, c.SessionID, c.SeqStart, c.SeqEnd, c.Part, c.Text,
+		timeArg(c.TimeStart), timeArg(c.TimeEnd), c.Vector != nil)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return err // n == 0: the id is stored already
+	}
+	rowid, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	if _, err := w.st(w.ws.ftsInsert).ExecContext(w.ctx, rowid, c.Text, nsToken(c.Namespace)); err != nil {
+		return fmt.Errorf("fts insert: %w", err)
+	}
+	w.stats.ChunksInserted++
+	w.nsDelta[c.Namespace]++
+	if c.Vector != nil {
+		return w.writeVector(rowid, c, false)
+	}
+	return nil
+}
+
+// writeVector stores c.Vector for the chunk at rowid and records the index
+// addition; setFlag also marks the row as having a vector.
+func (w *writer) writeVector(rowid int64, c *Chunk, setFlag bool) error {
+	w.buf = encodeVector(w.buf[:0], c.Vector)
+	if _, err := w.st(w.ws.vecInsert).ExecContext(w.ctx, rowid, w.buf); err != nil {
+		return fmt.Errorf("vec insert: %w", err)
+	}
+	if setFlag {
+		if _, err := w.st(w.ws.setHasVec).ExecContext(w.ctx, rowid); err != nil {
+			return err
+		}
+	}
+	w.ops = append(w.ops, indexOp{add: true, ns: c.Namespace, rowid: rowid, entry: vecEntry{
+		id: c.ID, sessionKey: c.SessionKey, sessionID: c.SessionID,
+		tsStart: nanos(c.TimeStart), tsEnd: nanos(c.TimeEnd), vec: c.Vector,
+	}})
+	w.stats.VectorsWritten++
+	return nil
+}
+
+// nsToken is the namespace as a single FTS5 token of the chunks_fts ns column;
+// it must equal the generated column chunks.ns.
+func nsToken(ns string) string {
+	const hexdigits = "0123456789abcdef"
+	b := make([]byte, 0, 2+2*len(ns))
+	b = append(b, 'n')
+	for i := 0; i < len(ns); i++ {
+		b = append(b, hexdigits[ns[i]>>4], hexdigits[ns[i]&0xf])
+	}
+	return string(append(b, '0'))
+}
+
+// AppliedSeq returns the last stream sequence recorded by Apply (0 for none).
+func (s *Shard) AppliedSeq(ctx context.Context) (uint64, error) {
+	if err := s.check(); err != nil {
+		return 0, fmt.Errorf("applied seq: %w", err)
+	}
+	var v int64
+	if err := s.r.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'applied_seq'`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("applied seq: %w", err)
+	}
+	return uint64(v), nil
+}

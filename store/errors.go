@@ -1,0 +1,38 @@
+package store
+
+import "errors"
+
+// Sentinel errors of package store. Errors returned by the package wrap one of
+// these (or a driver error) with the operation that failed.
+var (
+	// ErrInvalidConfig is returned by Open when Config is unusable (Dims < 1,
+	// negative ReadConns) or the path is empty.
+	ErrInvalidConfig = errors.New("invalid config")
+	// ErrNotWAL is returned by Open when the journal mode read back is not WAL
+	// (for example an in-memory database): readers would block the writer.
+	ErrNotWAL = errors.New("journal mode is not wal")
+	// ErrPragma is returned by Open when another pragma the store relies on
+	// (busy_timeout, foreign_keys) does not read back as set.
+	ErrPragma = errors.New("pragma not applied")
+	// ErrNoFTS5 is returned by Open when SQLite was built without FTS5 (build
+	// with -tags sqlite_fts5).
+	ErrNoFTS5 = errors.New("sqlite built without fts5")
+	// ErrNoVec is returned by Open when the sqlite-vec extension is missing
+	// (vec_version() fails).
+	ErrNoVec = errors.New("sqlite-vec not loaded")
+	// ErrDims is returned by Open when the file was created with another
+	// vector dimension, and by Apply and SetVectors when a vector's length is
+	// not the shard's dimension (the whole call then changes nothing).
+	ErrDims = errors.New("vector dimension mismatch")
+	// ErrSchemaTooNew is returned by Open when the file records a migration
+	// this binary does not know: it was written by a newer version.
+	ErrSchemaTooNew = errors.New("schema is newer than this binary")
+	// ErrInvalidBatch is returned by Apply when a batch contradicts itself (a
+	// chunk whose namespace or session differs from its SessionChunks, an
+	// empty chunk id, a sequence beyond int64). Nothing is applied.
+	ErrInvalidBatch = errors.New("invalid batch")
+	// ErrInconsistent is returned by Check when the shard's tables disagree.
+	ErrInconsistent = errors.New("shard is inconsistent")
+	// ErrClosed is returned by every method called after Close.
+	ErrClosed = errors.New("store closed")
+)

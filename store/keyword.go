@@ -1,0 +1,160 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// Snippet markers around matched terms, and the snippet size in tokens.
+const (
+	snippetOpen   = "«"
+	snippetClose  = "»"
+	snippetEllips = "…"
+	snippetTokens = 16
+)
+
+// KeywordSearch returns the top limit chunks of namespace ns matching text by
+// FTS5 BM25, best first, with filters applied in SQL. The text is turned into
+// a query by BuildMatch (no searchable term: no result, no error). Isolation
+// is exact: the MATCH is confined to the namespace's FTS token and every row
+// is checked against chunks.namespace. Score is keywordScore(rank), in
+// [0,1) (see keywordScore); Snippet marks matched terms with « » around a passage of about 16
+// tokens, with … where it was cut.
+func (s *Shard) KeywordSearch(ctx context.Context, ns, text string, f Filter, limit int) ([]Candidate, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("keyword search: %w", err)
+	}
+	m := BuildMatch(text)
+	if m == "" || limit <= 0 {
+		return nil, nil
+	}
+	q, args := keywordQuery(ns, m, s.sizes.useNSToken(ns), f, limit)
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("keyword search: %w", err)
+	}
+	defer rows.Close()
+	var out []Candidate
+	for rows.Next() {
+		var c Candidate
+		var rank float64
+		if err := rows.Scan(&c.ID, &rank, &c.Snippet); err != nil {
+			return nil, fmt.Errorf("keyword search: %w", err)
+		}
+		c.Score = keywordScore(rank)
+		c.Rank = len(out) + 1
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("keyword search: %w", err)
+	}
+	return out, nil
+}
+
+// keywordQuery builds the SQL of a keyword search; only the filters in use
+// appear, so each shape gets its own cached plan. nsToken adds the
+// namespace's FTS token to the MATCH (see useNSToken); chunks.namespace is
+// checked exactly either way.
+func keywordQuery(ns, match string, nsTok bool, f Filter, limit int) (string, []any) {
+	var b strings.Builder
+	b.WriteString(`SELECT c.id, chunks_fts.rank, snippet(chunks_fts, 0, '` + snippetOpen + `', '` + snippetClose +
+		`', '` + snippetEllips + `', ` + fmt.Sprint(snippetTokens) + `)
+		FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid
+		WHERE chunks_fts MATCH ? AND c.namespace = ?`)
+	expr := `text : (` + match + `)`
+	if nsTok {
+		expr = `ns : "` + nsToken(ns) + `" AND ` + expr
+	}
+	args := []any{expr, ns}
+	if f.SessionKey != "" {
+		b.WriteString(` AND c.session_key = ?`)
+		args = append(args, f.SessionKey)
+	}
+	if f.SessionID != "" {
+		b.WriteString(` AND c.session_id = ?`)
+		args = append(args, f.SessionID)
+	}
+	if !f.After.IsZero() {
+		b.WriteString(` AND c.ts_end >= ?`)
+		args = append(args, nanos(f.After))
+	}
+	if !f.Before.IsZero() {
+		b.WriteString(` AND c.ts_start < ?`)
+		args = append(args, nanos(f.Before))
+	}
+	b.WriteString(` ORDER BY chunks_fts.rank LIMIT ?`)
+	args = append(args, limit)
+	return b.String(), args
+}
+
+// keywordScore maps an FTS5 BM25 rank (<= 0, lower is better) to a score in
+// [0,1): with x = -rank, score = x/(1+x). The map is strictly increasing in
+// x, so it keeps the BM25 order; a rank of -1 scores 0.5, -3 scores 0.75,
+// -9 scores 0.9. A positive rank (not produced by bm25) scores 0.
+func keywordScore(rank float64) float64 {
+	x := -rank
+	if !(x > 0) { // also NaN
+		return 0
+	}
+	return x / (1 + x)
+}
+
+// nsSizes counts the chunks of each namespace of a shard, to choose how a
+// keyword search confines itself to one namespace.
+type nsSizes struct {
+	mu    sync.RWMutex
+	n     map[string]int64
+	total int64
+}
+
+func (z *nsSizes) load(ctx context.Context, db *sql.DB) error {
+	rows, err := db.QueryContext(ctx, `SELECT namespace, count(*) FROM chunks GROUP BY namespace`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.n, z.total = map[string]int64{}, 0
+	for rows.Next() {
+		var ns string
+		var n int64
+		if err := rows.Scan(&ns, &n); err != nil {
+			return err
+		}
+		z.n[ns] = n
+		z.total += n
+	}
+	return rows.Err()
+}
+
+func (z *nsSizes) add(delta map[string]int64) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	for ns, d := range delta {
+		if d == 0 {
+			continue
+		}
+		z.n[ns] += d
+		z.total += d
+		if z.n[ns] <= 0 {
+			delete(z.n, ns)
+		}
+	}
+}
+
+// useNSToken reports whether a keyword search in ns should AND the
+// namespace's FTS token into its MATCH. The token confines the match to the
+// namespace, but FTS5's bm25 then walks the token's whole doclist (to count
+// it for IDF), which costs more than it saves when the namespace holds a
+// large part of the shard; then the exact chunks.namespace check alone
+// filters the ranked rows. The token is used when the namespace holds less
+// than a quarter of the shard's chunks.
+func (z *nsSizes) useNSToken(ns string) bool {
+	z.mu.RLock()
+	defer z.mu.RUnlock()
+	return z.n[ns]*4 < z.total
+}

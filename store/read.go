@@ -1,0 +1,182 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// SessionChunkSpans returns the stored chunks of exactly the session ref
+// (SessionID "" names the session whose id is empty), ordered by SeqStart,
+// then Part.
+func (s *Shard) SessionChunkSpans(ctx context.Context, ref SessionRef) ([]ChunkSpan, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("session chunk spans: %w", err)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT id, seq_start, seq_end, part FROM chunks
+		WHERE namespace = ? AND session_key = ? AND session_id = ?
+		ORDER BY seq_start, part`, ref.Namespace, ref.SessionKey, ref.SessionID)
+	if err != nil {
+		return nil, fmt.Errorf("session chunk spans: %w", err)
+	}
+	defer rows.Close()
+	var out []ChunkSpan
+	for rows.Next() {
+		var c ChunkSpan
+		if err := rows.Scan(&c.ID, &c.SeqStart, &c.SeqEnd, &c.Part); err != nil {
+			return nil, fmt.Errorf("session chunk spans: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("session chunk spans: %w", err)
+	}
+	return out, nil
+}
+
+// SessionMessages returns the messages of exactly the session ref with
+// seq >= fromSeq, ordered by seq.
+func (s *Shard) SessionMessages(ctx context.Context, ref SessionRef, fromSeq int64) ([]Message, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("session messages: %w", err)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, id, role, speaker, text, ts FROM messages
+		WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq >= ?
+		ORDER BY seq`, ref.Namespace, ref.SessionKey, ref.SessionID, fromSeq)
+	if err != nil {
+		return nil, fmt.Errorf("session messages: %w", err)
+	}
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		m := Message{Namespace: ref.Namespace, SessionKey: ref.SessionKey, SessionID: ref.SessionID}
+		var ts sql.NullInt64
+		if err := rows.Scan(&m.Seq, &m.ID, &m.Role, &m.Speaker, &m.Text, &ts); err != nil {
+			return nil, fmt.Errorf("session messages: %w", err)
+		}
+		m.Time = timeOf(ts)
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("session messages: %w", err)
+	}
+	return out, nil
+}
+
+// maxParams bounds the parameters of one IN (...) list.
+const maxParams = 500
+
+// placeholders returns "?, ?, ..." with n marks.
+func placeholders(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strings.Repeat("?, ", n-1) + "?"
+}
+
+// Chunks returns the stored chunks among ids, keyed by id; ids not stored are
+// absent. MessageIDs lists, in seq order, the non-empty ids of the messages
+// of the chunk's session with seq in [SeqStart, SeqEnd]. All reads share one
+// snapshot.
+func (s *Shard) Chunks(ctx context.Context, ids []string) (map[string]ChunkRecord, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("chunks: %w", err)
+	}
+	out := make(map[string]ChunkRecord, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	tx, err := s.r.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("chunks: %w", err)
+	}
+	defer tx.Rollback()
+	for start := 0; start < len(ids); start += maxParams {
+		batch := ids[start:min(start+maxParams, len(ids))]
+		args := make([]any, len(batch))
+		for i, id := range batch {
+			args[i] = id
+		}
+		if err := readChunks(ctx, tx, args, out); err != nil {
+			return nil, fmt.Errorf("chunks: %w", err)
+		}
+	}
+	msg, err := tx.PrepareContext(ctx, `SELECT id FROM messages
+		WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq BETWEEN ? AND ? AND id != ''
+		ORDER BY seq`)
+	if err != nil {
+		return nil, fmt.Errorf("chunks: %w", err)
+	}
+	defer msg.Close()
+	for id, c := range out {
+		rows, err := msg.QueryContext(ctx, c.Namespace, c.SessionKey, c.SessionID, c.SeqStart, c.SeqEnd)
+		if err != nil {
+			return nil, fmt.Errorf("chunks: message ids: %w", err)
+		}
+		for rows.Next() {
+			var mid string
+			if err := rows.Scan(&mid); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("chunks: message ids: %w", err)
+			}
+			c.MessageIDs = append(c.MessageIDs, mid)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("chunks: message ids: %w", err)
+		}
+		out[id] = c
+	}
+	return out, tx.Commit()
+}
+
+func readChunks(ctx context.Context, tx *sql.Tx, args []any, out map[string]ChunkRecord) error {
+	rows, err := tx.QueryContext(ctx, `SELECT id, namespace, source, session_key, session_id,
+		seq_start, seq_end, part, text, ts_start, ts_end FROM chunks WHERE id IN (`+placeholders(len(args))+`)`, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c ChunkRecord
+		var ts0, ts1 sql.NullInt64
+		if err := rows.Scan(&c.ID, &c.Namespace, &c.Source, &c.SessionKey, &c.SessionID,
+			&c.SeqStart, &c.SeqEnd, &c.Part, &c.Text, &ts0, &ts1); err != nil {
+			return err
+		}
+		c.TimeStart, c.TimeEnd = timeOf(ts0), timeOf(ts1)
+		out[c.ID] = c
+	}
+	return rows.Err()
+}
+
+// Stats counts what the shard holds, from one snapshot.
+func (s *Shard) Stats(ctx context.Context) (Stats, error) {
+	if err := s.check(); err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", err)
+	}
+	tx, err := s.r.BeginTx(ctx, nil)
+	if err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", err)
+	}
+	defer tx.Rollback()
+	var st Stats
+	var seq int64
+	for _, q := range []struct {
+		sql string
+		dst any
+	}{
+		{`SELECT value FROM meta WHERE key = 'applied_seq'`, &seq},
+		{`SELECT count(*) FROM messages`, &st.Messages},
+		{`SELECT count(*) FROM chunks`, &st.Chunks},
+		{`SELECT count(*) FROM (SELECT DISTINCT namespace, session_key, session_id FROM messages)`, &st.Sessions},
+		{`SELECT count(*) FROM (SELECT namespace FROM messages UNION SELECT namespace FROM chunks)`, &st.Namespaces},
+		{`SELECT count(*) FROM chunks WHERE has_vector = 0`, &st.VectorsWaiting},
+	} {
+		if err := tx.QueryRowContext(ctx, q.sql).Scan(q.dst); err != nil {
+			return Stats{}, fmt.Errorf("stats: %w", err)
+		}
+	}
+	st.AppliedSeq = uint64(seq)
+	return st, tx.Commit()
+}

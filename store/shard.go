@@ -1,0 +1,275 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	vec "github.com/asg017/sqlite-vec-go-bindings/cgo"
+	sqlite3 "github.com/mattn/go-sqlite3"
+)
+
+// Config is the declarative configuration of a shard.
+type Config struct {
+	// Dims is the vector dimension (required). A file remembers the dimension
+	// it was created with; opening it with another one fails with ErrDims.
+	Dims int
+	// ReadConns is the size of the reader connection pool (default 4).
+	ReadConns int
+}
+
+// Validate reports whether the configuration is usable.
+func (c Config) Validate() error {
+	if c.Dims < 1 {
+		return fmt.Errorf("dims %d: %w", c.Dims, ErrInvalidConfig)
+	}
+	if c.ReadConns < 0 {
+		return fmt.Errorf("read conns %d: %w", c.ReadConns, ErrInvalidConfig)
+	}
+	return nil
+}
+
+const (
+	defaultReadConns = 4
+	busyTimeoutMS    = 5000
+	driverName       = "memindex-sqlite3"
+)
+
+var registerOnce sync.Once
+
+// registerDriver loads sqlite-vec into every future connection and registers
+// the driver whose connect hook sets the per-connection tuning pragmas.
+func registerDriver() {
+	registerOnce.Do(func() {
+		vec.Auto()
+		sql.Register(driverName, &sqlite3.SQLiteDriver{
+			ConnectHook: func(c *sqlite3.SQLiteConn) error {
+				_, err := c.Exec(`PRAGMA temp_store = MEMORY; PRAGMA mmap_size = 268435456;
+					PRAGMA journal_size_limit = 67108864; PRAGMA analysis_limit = 400`, nil)
+				return err
+			},
+		})
+	})
+}
+
+// Shard is one SQLite file holding one partition: messages, chunks, their FTS5
+// index and vectors of any number of namespaces. It has one writer connection
+// and a pool of readers; all methods are safe for concurrent use.
+type Shard struct {
+	path  string
+	dims  int
+	w     *sql.DB // MaxOpenConns 1: the only writer
+	r     *sql.DB // readers, query_only
+	ws    *writeStmts
+	index *vectorIndex
+	sizes *nsSizes
+
+	// writeMu serialises write transactions together with the in-memory
+	// index update that follows their commit, so index updates apply in
+	// commit order.
+	writeMu sync.Mutex
+	closed  atomic.Bool
+
+	// applyHook, when set (tests only), runs after each stage of Apply with
+	// the stage name; an error aborts the transaction.
+	applyHook func(stage string) error
+}
+
+// dsn builds a go-sqlite3 URI for path with the given query parameters.
+func dsn(path, params string) string {
+	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	return "file:" + esc + "?" + params
+}
+
+// Open opens (creating if needed) the shard file at path, verifies the
+// pragmas and extensions the store relies on, applies the embedded
+// migrations and loads the in-memory vector index.
+func Open(ctx context.Context, path string, cfg Config) (*Shard, error) {
+	s, err := open(ctx, path, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open shard: %w", err)
+	}
+	return s, nil
+}
+
+func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if path == "" || path == ":memory:" || strings.Contains(path, "mode=memory") {
+		return nil, fmt.Errorf("path %q: a shard needs a file: %w", path, ErrInvalidConfig)
+	}
+	if cfg.ReadConns == 0 {
+		cfg.ReadConns = defaultReadConns
+	}
+	registerDriver()
+	common := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=on&_synchronous=NORMAL&_cache_size=-32000&_stmt_cache_size=32", busyTimeoutMS)
+	w, err := sql.Open(driverName, dsn(path, "_journal_mode=WAL&_txlock=immediate&"+common))
+	if err != nil {
+		return nil, err
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	s := &Shard{path: path, dims: cfg.Dims, w: w, index: newVectorIndex(cfg.Dims), sizes: &nsSizes{}}
+	defer func() {
+		if err != nil {
+			s.closeDBs()
+		}
+	}()
+	if err := verify(ctx, w, true); err != nil {
+		return nil, err
+	}
+	if err := checkDims(ctx, w, cfg.Dims); err != nil {
+		return nil, err
+	}
+	if err := migrate(ctx, w, cfg.Dims); err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	if err := checkDims(ctx, w, cfg.Dims); err != nil {
+		return nil, err
+	}
+	// Readers connect after the writer has put the file in WAL mode.
+	s.r, err = sql.Open(driverName, dsn(path, "_query_only=true&"+common))
+	if err != nil {
+		return nil, err
+	}
+	s.r.SetMaxOpenConns(cfg.ReadConns)
+	s.r.SetMaxIdleConns(cfg.ReadConns)
+	s.r.SetConnMaxLifetime(0)
+	s.r.SetConnMaxIdleTime(0)
+	if err := verify(ctx, s.r, false); err != nil {
+		return nil, fmt.Errorf("reader: %w", err)
+	}
+	if s.ws, err = prepareWriteStmts(ctx, w); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	if err := s.sizes.load(ctx, s.r); err != nil {
+		return nil, fmt.Errorf("load sizes: %w", err)
+	}
+	if err := s.loadIndex(ctx); err != nil {
+		return nil, fmt.Errorf("load vectors: %w", err)
+	}
+	return s, nil
+}
+
+// verify reads back the pragmas and probes FTS5 and sqlite-vec.
+func verify(ctx context.Context, db *sql.DB, writer bool) error {
+	var mode string
+	if err := db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return fmt.Errorf("journal_mode: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("journal_mode is %q: %w", mode, ErrNotWAL)
+	}
+	var busy int
+	if err := db.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&busy); err != nil {
+		return fmt.Errorf("busy_timeout: %w", err)
+	}
+	if busy != busyTimeoutMS {
+		return fmt.Errorf("busy_timeout is %d, want %d: %w", busy, busyTimeoutMS, ErrPragma)
+	}
+	var fk int
+	if err := db.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&fk); err != nil {
+		return fmt.Errorf("foreign_keys: %w", err)
+	}
+	if fk != 1 {
+		return fmt.Errorf("foreign_keys is %d: %w", fk, ErrPragma)
+	}
+	if writer {
+		var sync int
+		if err := db.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
+			return fmt.Errorf("synchronous: %w", err)
+		}
+		if sync != 1 { // NORMAL
+			return fmt.Errorf("synchronous is %d, want 1 (NORMAL): %w", sync, ErrPragma)
+		}
+	}
+	var fts string
+	if err := db.QueryRowContext(ctx, `SELECT fts5_source_id()`).Scan(&fts); err != nil {
+		return fmt.Errorf("%w: %v", ErrNoFTS5, err)
+	}
+	var v string
+	if err := db.QueryRowContext(ctx, `SELECT vec_version()`).Scan(&v); err != nil {
+		return fmt.Errorf("%w: %v", ErrNoVec, err)
+	}
+	return nil
+}
+
+// checkDims fails with ErrDims when the file records another dimension. A
+// file without a meta table yet (new) passes.
+func checkDims(ctx context.Context, db *sql.DB, dims int) error {
+	var n int
+	if err := db.QueryRowContext(ctx,
+		`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'`).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	var got int
+	err := db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'dims'`).Scan(&got)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read dims: %w", err)
+	}
+	if got != dims {
+		return fmt.Errorf("file has dims %d, config %d: %w", got, dims, ErrDims)
+	}
+	return nil
+}
+
+// Path returns the file path the shard was opened with.
+func (s *Shard) Path() string { return s.path }
+
+// Dims returns the vector dimension of the shard.
+func (s *Shard) Dims() int { return s.dims }
+
+// Close waits for the write in progress, runs PRAGMA optimize (bounded by
+// analysis_limit and ctx; best effort) and closes both connection pools,
+// waiting for reads in progress. Later calls return ErrClosed.
+func (s *Shard) Close(ctx context.Context) error {
+	if s.closed.Swap(true) {
+		return fmt.Errorf("close shard: %w", ErrClosed)
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	_, optErr := s.w.ExecContext(ctx, `PRAGMA optimize`)
+	if errors.Is(optErr, context.Canceled) || errors.Is(optErr, context.DeadlineExceeded) {
+		optErr = nil // optimize is best effort
+	}
+	err := errors.Join(optErr, s.closeDBs())
+	if err != nil {
+		return fmt.Errorf("close shard: %w", err)
+	}
+	return nil
+}
+
+func (s *Shard) closeDBs() error {
+	var errs []error
+	if s.ws != nil {
+		errs = append(errs, s.ws.close())
+	}
+	if s.r != nil {
+		errs = append(errs, s.r.Close())
+	}
+	if s.w != nil {
+		errs = append(errs, s.w.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// check returns ErrClosed after Close.
+func (s *Shard) check() error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}

@@ -1,0 +1,420 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"sync"
+	"unique"
+
+	"github.com/sourcegraph/conc"
+)
+
+// parallelScanMin is the namespace size from which VectorSearch splits its
+// scan across GOMAXPROCS goroutines.
+const parallelScanMin = 20000
+
+// vectorIndex is the in-memory copy of the vectors of one shard, one flat
+// space per namespace. vec_chunks (vec0) is the durable copy it is loaded
+// from at Open; Apply and SetVectors update it after they commit.
+type vectorIndex struct {
+	dims   int
+	mu     sync.RWMutex
+	spaces map[string]*vecSpace
+}
+
+// blockVecs is the number of vectors per block of a vecSpace.
+const blockVecs = 4096
+
+// vecSpace holds one namespace's vectors, row-major, with parallel slices of
+// what a search returns or filters on. Vectors are stored normalised, so a
+// dot product is the cosine similarity.
+//
+// The vectors live in blocks of blockVecs vectors (each a flat row-major
+// []float32) rather than one slice: growing one slice of 100k×384 floats
+// copies and page-faults hundreds of MB while the index is write-locked;
+// a block grows to at most blockVecs×dims floats and is never copied after.
+type vecSpace struct {
+	blocks      [][]float32
+	rowids      []int64
+	ids         []string
+	sessionKeys []unique.Handle[string]
+	sessionIDs  []unique.Handle[string]
+	tsStart     []int64 // unix ns, noTime when unknown
+	tsEnd       []int64
+	pos         map[int64]int // rowid → position
+}
+
+// vecEntry is one vector with the metadata the index keeps.
+type vecEntry struct {
+	id         string
+	sessionKey string
+	sessionID  string
+	tsStart    int64
+	tsEnd      int64
+	vec        []float32
+}
+
+// indexOp is one change to apply to the index after a commit: add (or
+// replace) the vector of rowid, or remove it.
+type indexOp struct {
+	add   bool
+	ns    string
+	rowid int64
+	entry vecEntry
+}
+
+func newVectorIndex(dims int) *vectorIndex {
+	return &vectorIndex{dims: dims, spaces: map[string]*vecSpace{}}
+}
+
+// apply makes the changes of one committed transaction, in order.
+func (x *vectorIndex) apply(ops []indexOp) {
+	if len(ops) == 0 {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for i := range ops {
+		op := &ops[i]
+		sp := x.spaces[op.ns]
+		if !op.add {
+			if sp != nil {
+				sp.remove(op.rowid, x.dims)
+				if len(sp.rowids) == 0 {
+					delete(x.spaces, op.ns)
+				}
+			}
+			continue
+		}
+		if sp == nil {
+			sp = &vecSpace{pos: map[int64]int{}}
+			x.spaces[op.ns] = sp
+		}
+		sp.add(op.rowid, &op.entry, x.dims)
+	}
+}
+
+// len returns the number of vectors of namespace ns.
+func (x *vectorIndex) len(ns string) int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if sp := x.spaces[ns]; sp != nil {
+		return len(sp.rowids)
+	}
+	return 0
+}
+
+// vec returns the stored vector at position i.
+func (sp *vecSpace) vec(i, dims int) []float32 {
+	off := (i % blockVecs) * dims
+	return sp.blocks[i/blockVecs][off : off+dims]
+}
+
+func (sp *vecSpace) add(rowid int64, e *vecEntry, dims int) {
+	i, ok := sp.pos[rowid]
+	if !ok {
+		i = len(sp.rowids)
+		sp.pos[rowid] = i
+		sp.rowids = append(sp.rowids, rowid)
+		sp.ids = append(sp.ids, "")
+		sp.sessionKeys = append(sp.sessionKeys, unique.Handle[string]{})
+		sp.sessionIDs = append(sp.sessionIDs, unique.Handle[string]{})
+		sp.tsStart = append(sp.tsStart, 0)
+		sp.tsEnd = append(sp.tsEnd, 0)
+		if i%blockVecs == 0 {
+			// A new block; the first one grows, later ones start full size.
+			c := dims
+			if i > 0 {
+				c = blockVecs * dims
+			}
+			sp.blocks = append(sp.blocks, make([]float32, 0, c))
+		}
+		b := &sp.blocks[len(sp.blocks)-1]
+		*b = append(*b, make([]float32, dims)...)
+	}
+	sp.ids[i] = e.id
+	sp.sessionKeys[i] = unique.Make(e.sessionKey)
+	sp.sessionIDs[i] = unique.Make(e.sessionID)
+	sp.tsStart[i] = e.tsStart
+	sp.tsEnd[i] = e.tsEnd
+	normalizeInto(sp.vec(i, dims), e.vec)
+}
+
+// remove swap-removes rowid: the last vector moves into its place.
+func (sp *vecSpace) remove(rowid int64, dims int) {
+	i, ok := sp.pos[rowid]
+	if !ok {
+		return
+	}
+	last := len(sp.rowids) - 1
+	if i != last {
+		sp.rowids[i] = sp.rowids[last]
+		sp.ids[i] = sp.ids[last]
+		sp.sessionKeys[i] = sp.sessionKeys[last]
+		sp.sessionIDs[i] = sp.sessionIDs[last]
+		sp.tsStart[i] = sp.tsStart[last]
+		sp.tsEnd[i] = sp.tsEnd[last]
+		copy(sp.vec(i, dims), sp.vec(last, dims))
+		sp.pos[sp.rowids[i]] = i
+	}
+	delete(sp.pos, rowid)
+	sp.rowids = sp.rowids[:last]
+	sp.ids[last] = ""
+	sp.ids = sp.ids[:last]
+	sp.sessionKeys = sp.sessionKeys[:last]
+	sp.sessionIDs = sp.sessionIDs[:last]
+	sp.tsStart = sp.tsStart[:last]
+	sp.tsEnd = sp.tsEnd[:last]
+	lb := len(sp.blocks) - 1
+	sp.blocks[lb] = sp.blocks[lb][:len(sp.blocks[lb])-dims]
+	if len(sp.blocks[lb]) == 0 && lb > 0 {
+		sp.blocks[lb] = nil
+		sp.blocks = sp.blocks[:lb]
+	}
+}
+
+// normalizeInto writes v scaled to unit length into dst (zeros when v is 0).
+func normalizeInto(dst, v []float32) {
+	var ss float64
+	for _, f := range v {
+		ss += float64(f) * float64(f)
+	}
+	if ss == 0 {
+		clear(dst)
+		return
+	}
+	inv := 1 / math.Sqrt(ss)
+	for i, f := range v {
+		dst[i] = float32(float64(f) * inv)
+	}
+}
+
+// vecFilter is a Filter compiled for the scan.
+type vecFilter struct {
+	any         bool
+	sessionKey  unique.Handle[string]
+	sessionID   unique.Handle[string]
+	bySK, bySID bool
+	after       int64 // noTime: unset
+	before      int64
+}
+
+func compileFilter(f Filter) vecFilter {
+	vf := vecFilter{after: noTime, before: noTime}
+	if f.SessionKey != "" {
+		vf.bySK, vf.sessionKey = true, unique.Make(f.SessionKey)
+	}
+	if f.SessionID != "" {
+		vf.bySID, vf.sessionID = true, unique.Make(f.SessionID)
+	}
+	if !f.After.IsZero() {
+		vf.after = nanos(f.After)
+	}
+	if !f.Before.IsZero() {
+		vf.before = nanos(f.Before)
+	}
+	vf.any = vf.bySK || vf.bySID || vf.after != noTime || vf.before != noTime
+	return vf
+}
+
+// pass mirrors the SQL filter: a chunk with an unknown time fails a bound.
+func (vf *vecFilter) pass(sp *vecSpace, i int) bool {
+	if vf.bySK && sp.sessionKeys[i] != vf.sessionKey {
+		return false
+	}
+	if vf.bySID && sp.sessionIDs[i] != vf.sessionID {
+		return false
+	}
+	if vf.after != noTime && (sp.tsEnd[i] == noTime || sp.tsEnd[i] < vf.after) {
+		return false
+	}
+	if vf.before != noTime && (sp.tsStart[i] == noTime || sp.tsStart[i] >= vf.before) {
+		return false
+	}
+	return true
+}
+
+// VectorSearch returns the top limit chunks of namespace ns by cosine
+// similarity to vec, best first, from the in-memory index (an exact scan,
+// split across GOMAXPROCS goroutines from 20,000 vectors). Score is the
+// cosine similarity clamped to [0,1] (1 - cosine distance); vectors need not
+// be unit length (both sides are normalised). The index is updated right
+// after each commit, so for that moment a search may still see the previous
+// batch's vectors: callers hydrate hits with Chunks, which skips ids no
+// longer stored.
+func (s *Shard) VectorSearch(ctx context.Context, ns string, vec []float32, f Filter, limit int) ([]Candidate, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("vector search: %w", err)
+	}
+	if len(vec) != s.dims {
+		return nil, fmt.Errorf("vector search: query of %d, shard %d: %w", len(vec), s.dims, ErrDims)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("vector search: %w", err)
+	}
+	return s.index.search(ns, vec, f, limit), nil
+}
+
+func (x *vectorIndex) search(ns string, vec []float32, f Filter, limit int) []Candidate {
+	if limit <= 0 {
+		return nil
+	}
+	q := make([]float32, x.dims)
+	normalizeInto(q, vec)
+	vf := compileFilter(f)
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	sp := x.spaces[ns]
+	if sp == nil || len(sp.rowids) == 0 {
+		return nil
+	}
+	n := len(sp.rowids)
+	parts := runtime.GOMAXPROCS(0)
+	if n < parallelScanMin || parts < 2 {
+		parts = 1
+	}
+	heaps := make([]topK, parts)
+	if parts == 1 {
+		heaps[0] = sp.scan(q, &vf, 0, n, limit, x.dims)
+	} else {
+		var wg conc.WaitGroup
+		step := (n + parts - 1) / parts
+		for p := 0; p < parts; p++ {
+			lo, hi := p*step, min((p+1)*step, n)
+			wg.Go(func() { heaps[p] = sp.scan(q, &vf, lo, hi, limit, x.dims) })
+		}
+		wg.Wait()
+	}
+	all := heaps[0].items
+	for _, h := range heaps[1:] {
+		all = append(all, h.items...)
+	}
+	sort.Slice(all, func(i, j int) bool { return better(all[i], all[j]) })
+	if len(all) > limit {
+		all = all[:limit]
+	}
+	out := make([]Candidate, len(all))
+	for i, it := range all {
+		out[i] = Candidate{ID: sp.ids[it.pos], Score: clamp01(float64(it.score)), Rank: i + 1}
+	}
+	return out
+}
+
+// scan scores positions [lo,hi) and keeps the best limit.
+func (sp *vecSpace) scan(q []float32, vf *vecFilter, lo, hi, limit, dims int) topK {
+	h := topK{limit: limit, items: make([]scored, 0, max(0, min(limit, hi-lo)))}
+	for i := lo; i < hi; {
+		b := i / blockVecs
+		blk := sp.blocks[b]
+		end := min(hi, (b+1)*blockVecs)
+		off := (i - b*blockVecs) * dims
+		for ; i < end; i, off = i+1, off+dims {
+			if vf.any && !vf.pass(sp, i) {
+				continue
+			}
+			score := dot(q, blk[off:off+dims])
+			if len(h.items) == limit && score < h.items[0].score {
+				continue // cannot enter the top limit
+			}
+			h.push(scored{score: score, pos: int32(i), rowid: sp.rowids[i]})
+		}
+	}
+	return h
+}
+
+func clamp01(f float64) float64 {
+	if f < 0 || f != f {
+		return 0
+	}
+	if f > 1 {
+		return 1
+	}
+	return f
+}
+
+// dot is the inner product of a and b (len(b) >= len(a)), eight accumulators.
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3, s4, s5, s6, s7 float32
+	for len(a) >= 8 {
+		aa, bb := a[:8:8], b[:8:8]
+		s0 += aa[0] * bb[0]
+		s1 += aa[1] * bb[1]
+		s2 += aa[2] * bb[2]
+		s3 += aa[3] * bb[3]
+		s4 += aa[4] * bb[4]
+		s5 += aa[5] * bb[5]
+		s6 += aa[6] * bb[6]
+		s7 += aa[7] * bb[7]
+		a, b = a[8:], b[8:]
+	}
+	for i := range a {
+		s0 += a[i] * b[i]
+	}
+	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+}
+
+// scored is one scan result.
+type scored struct {
+	score float32
+	pos   int32
+	rowid int64
+}
+
+// better orders results: higher score first, then lower rowid (stable ties).
+func better(a, b scored) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	return a.rowid < b.rowid
+}
+
+// topK keeps the best limit results in a min-heap (worst at the root).
+type topK struct {
+	limit int
+	items []scored
+}
+
+func (h *topK) push(it scored) {
+	if len(h.items) < h.limit {
+		h.items = append(h.items, it)
+		// sift up
+		i := len(h.items) - 1
+		for i > 0 {
+			p := (i - 1) / 2
+			if !better(h.items[p], h.items[i]) {
+				break
+			}
+			h.items[p], h.items[i] = h.items[i], h.items[p]
+			i = p
+		}
+		return
+	}
+	if !better(it, h.items[0]) {
+		return
+	}
+	h.items[0] = it
+	// sift down
+	n := len(h.items)
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		w := l
+		if r := l + 1; r < n && better(h.items[l], h.items[r]) {
+			w = r
+		}
+		if !better(h.items[i], h.items[w]) {
+			break
+		}
+		h.items[i], h.items[w] = h.items[w], h.items[i]
+		i = w
+	}
+}
+
+func uniqueString(s string) unique.Handle[string] { return unique.Make(s) }
