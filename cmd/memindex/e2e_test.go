@@ -1,0 +1,371 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"memindex"
+	"memindex/chunker"
+	"memindex/internal/corpus"
+	"memindex/internal/natstest"
+	"memindex/query"
+	"memindex/store"
+)
+
+const locomoDir = "../../../shared/eval-data/locomo"
+
+// testNode starts a worker in-process on an embedded server on a random port.
+func testNode(t *testing.T, partitions int) *node {
+	t.Helper()
+	cfg := serveConfig{listen: "127.0.0.1:-1", data: t.TempDir(), partitions: partitions, embedder: "builtin",
+		dims: 384, batch: 500, embedBatch: 64, embedConc: 2, chunkTokens: 400, overlap: 60, worker: "test", maxPending: 64}
+	n, err := startNode(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("startNode: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- n.run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	})
+	return n
+}
+
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func readLines(t *testing.T, path string, keep func([]byte) bool) [][]byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Skipf("LoCoMo data not available (%v); this test runs inside the memindex workplace", err)
+	}
+	defer f.Close()
+	var out [][]byte
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if keep(sc.Bytes()) {
+			out = append(out, append([]byte(nil), sc.Bytes()...))
+		}
+	}
+	return out
+}
+
+// TestLoCoMoEndToEnd publishes one LoCoMo conversation through JetStream as
+// the publish command does, waits until status shows it applied, and asks its
+// questions over NATS: the gold message must be in the top 5.
+func TestLoCoMoEndToEnd(t *testing.T) {
+	const conv = `"sessionKey": "conv-26"`
+	events := readLines(t, filepath.Join(locomoDir, "locomo10.events.jsonl"), func(b []byte) bool { return bytes.Contains(b, []byte(conv)) })
+	queries := readLines(t, filepath.Join(locomoDir, "locomo10.queries.jsonl"), func(b []byte) bool { return bytes.Contains(b, []byte(conv)) })
+	n := testNode(t, 4)
+	js, err := jetstream.New(n.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, l := range events {
+		m, err := eventMsg(l, "locomo", false)
+		if err != nil {
+			t.Fatalf("eventMsg: %v", err)
+		}
+		if _, err := js.PublishMsgAsync(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-js.PublishAsyncComplete()
+	cl := query.NewClient(n.nc)
+	waitUntil(t, 60*time.Second, "status to show every message applied", func() bool {
+		sts, err := cl.Status(ctx, 200*time.Millisecond)
+		if err != nil || len(sts) != 1 {
+			return false
+		}
+		var msgs, waiting int64
+		for _, p := range sts[0].Partitions {
+			msgs += p.Messages
+			waiting += p.VectorsWaiting
+		}
+		return msgs == int64(len(events)) && waiting == 0
+	})
+
+	type q struct {
+		Question       string   `json:"question"`
+		GoldMessageIDs []string `json:"goldMessageIds"`
+		Category       int      `json:"category"`
+	}
+	hits, asked := 0, 0
+	var first string
+	for _, l := range queries {
+		var qq q
+		if err := json.Unmarshal(l, &qq); err != nil {
+			t.Fatal(err)
+		}
+		if len(qq.GoldMessageIDs) == 0 || qq.Category == 5 {
+			continue
+		}
+		asked++
+		resp, err := cl.Search(ctx, memindex.SearchRequest{Namespace: "locomo", Query: qq.Question, K: 5, SessionKey: "conv-26"})
+		if err != nil {
+			t.Fatalf("Search(%q): %v", qq.Question, err)
+		}
+		if len(resp.Degraded) > 0 {
+			t.Fatalf("Search(%q) degraded: %v", qq.Question, resp.Degraded)
+		}
+		found := false
+		for _, h := range resp.Hits {
+			for _, id := range h.MessageIDs {
+				for _, g := range qq.GoldMessageIDs {
+					found = found || id == g
+				}
+			}
+		}
+		if found {
+			hits++
+		}
+		if first == "" {
+			first = qq.Question
+			if !found {
+				t.Errorf("Search(%q): gold %v not in the top 5: %+v", qq.Question, qq.GoldMessageIDs, resp.Hits)
+			}
+		}
+	}
+	t.Logf("LoCoMo conv-26: gold message in the top 5 chunks for %d of %d questions (%.1f%%)", hits, asked, 100*float64(hits)/float64(asked))
+	if hits*2 < asked {
+		t.Fatalf("gold message in the top 5 for only %d of %d questions, want at least half", hits, asked)
+	}
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds memindex once per test process.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "memindex-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "memindex")
+		out, err := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// TestKillAndRestartIsExactlyOnce kills a child `memindex serve` with SIGKILL
+// at random points while events stream in, restarts it each time, and checks
+// that every shard ends with exactly the published messages and the chunks a
+// clean run produces: nothing lost, nothing doubled.
+func TestKillAndRestartIsExactlyOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills a child process")
+	}
+	bin := binary(t)
+	srv := natstest.Server(t)
+	nc := natstest.Connect(t, srv)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(512))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	const partitions = 4
+	start := func() (*exec.Cmd, *bytes.Buffer) {
+		var logs bytes.Buffer
+		cmd := exec.Command(bin, "serve", "--server", srv.ClientURL(), "--data", data, "--partitions", fmt.Sprint(partitions),
+			"--worker", "victim", "--batch", "200", "--dims", "64")
+		cmd.Stdout, cmd.Stderr = &logs, &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd, &logs
+	}
+
+	// The events: 3 namespaces × 8 sessions × 150 messages.
+	g := corpus.New(1)
+	type sess struct {
+		ref  store.SessionRef
+		msgs []corpus.Message
+	}
+	var sessions []sess
+	var events []memindex.Event
+	for i := range 24 {
+		ref := store.SessionRef{Namespace: fmt.Sprintf("ns-%d", i%3), SessionKey: fmt.Sprintf("chat-%d", i), SessionID: "s1"}
+		ms := g.Session(ref.SessionKey, ref.SessionID, 150)
+		sessions = append(sessions, sess{ref, ms})
+		for _, m := range ms {
+			events = append(events, memindex.Event{Type: memindex.TypeMessage, Namespace: ref.Namespace, SessionKey: m.SessionKey,
+				SessionID: m.SessionID, Seq: m.Seq, ID: m.ID, Speaker: m.Speaker, Text: m.Text, Timestamp: "2026-11-30T10:00:00Z"})
+		}
+	}
+	rand.New(rand.NewPCG(3, 4)).Shuffle(len(events), func(i, j int) {
+		// Keep each session in order but interleave sessions.
+		if events[i].SessionKey != events[j].SessionKey {
+			events[i], events[j] = events[j], events[i]
+		}
+	})
+
+	// Publish in paced batches while the worker is killed and restarted.
+	pubDone := make(chan error, 1)
+	go func() {
+		for i, e := range events {
+			b, _ := json.Marshal(e)
+			if _, err := js.PublishAsync(memindex.EventSubject(e.Namespace), b); err != nil {
+				pubDone <- err
+				return
+			}
+			if i%100 == 99 { // spread publishing over the kills
+				<-js.PublishAsyncComplete()
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		<-js.PublishAsyncComplete()
+		pubDone <- nil
+	}()
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	cl := query.NewClient(nc)
+	applied := func() int64 {
+		sts, err := cl.Status(context.Background(), 100*time.Millisecond)
+		if err != nil || len(sts) == 0 {
+			return -1
+		}
+		var msgs int64
+		for _, p := range sts[0].Partitions {
+			msgs += p.Messages
+		}
+		return msgs
+	}
+	midway := 0
+	for kill := range 5 {
+		cmd, logs := start()
+		time.Sleep(time.Duration(200+r.IntN(700)) * time.Millisecond)
+		n := applied() // the worker goes on applying until the kill
+		if n > 0 && n < int64(len(events)) {
+			midway++
+		}
+		t.Logf("kill %d: %d of %d messages applied shortly before SIGKILL", kill, n, len(events))
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatalf("kill %d: %v", kill, err)
+		}
+		_ = cmd.Wait()
+		if strings.Contains(logs.String(), "panic") {
+			t.Fatalf("worker panicked before kill %d:\n%s", kill, logs.String())
+		}
+	}
+	if err := <-pubDone; err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+
+	if midway == 0 {
+		t.Fatal("no kill landed in the middle of ingest; the test proves nothing")
+	}
+	cmd, logs := start()
+	waitUntil(t, 90*time.Second, "the restarted worker to apply every event", func() bool {
+		sts, err := cl.Status(context.Background(), 200*time.Millisecond)
+		if err != nil || len(sts) == 0 {
+			return false
+		}
+		var msgs int64
+		var pending uint64
+		for _, p := range sts[0].Partitions {
+			msgs += p.Messages
+			pending += p.Pending
+		}
+		return msgs == int64(len(events)) && pending == 0
+	})
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("worker exit after SIGTERM: %v\n%s", err, logs.String())
+	}
+
+	// Compare each shard with what a clean run produces.
+	ctx := context.Background()
+	opened := map[int]*store.Shard{}
+	for p := range partitions {
+		sh, err := store.Open(ctx, shardPath(filepath.Join(data, "shards"), p), store.Config{Dims: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sh.Close(ctx)
+		opened[p] = sh
+	}
+	var wantChunks int64
+	for _, s := range sessions {
+		sh := opened[memindex.Partition(s.ref.Namespace, partitions)]
+		cms := make([]chunker.Message, len(s.msgs))
+		for i, m := range s.msgs {
+			cms[i] = chunker.Message{Seq: m.Seq, ID: m.ID, Speaker: m.Speaker, Text: m.Text, Time: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+		}
+		want := chunker.Session(chunker.Config{}, s.ref.Namespace+"\x00"+s.ref.SessionKey+"\x00"+s.ref.SessionID, cms)
+		wantChunks += int64(len(want))
+		got, err := sh.SessionChunkSpans(ctx, s.ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%v: %d chunks, want %d", s.ref, len(got), len(want))
+		}
+		for i := range want {
+			if got[i].ID != want[i].ID {
+				t.Fatalf("%v chunk %d: id %s, want %s", s.ref, i, got[i].ID, want[i].ID)
+			}
+		}
+		stored, err := sh.SessionMessages(ctx, s.ref, 1)
+		if err != nil || len(stored) != len(s.msgs) {
+			t.Fatalf("%v: %d messages stored (%v), want %d", s.ref, len(stored), err, len(s.msgs))
+		}
+	}
+	var gotChunks int64
+	for _, sh := range opened {
+		st, err := sh.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotChunks += st.Chunks
+		if err := sh.Check(ctx); err != nil {
+			t.Fatalf("shard %s: %v", sh.Path(), err)
+		}
+	}
+	if gotChunks != wantChunks {
+		t.Fatalf("%d chunks stored, want %d", gotChunks, wantChunks)
+	}
+}
