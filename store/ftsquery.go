@@ -22,7 +22,10 @@ const (
 // rarest), quotes each as an FTS5 string ("term", a quote doubled) and joins
 // them with OR. Operators, column filters, prefixes and invalid UTF-8 in the
 // input are treated as separators, never as syntax.
-func BuildMatch(text string) string {
+func BuildMatch(text string) string { return joinTerms(matchTerms(text)) }
+
+// matchTerms returns the query terms BuildMatch joins, in query order.
+func matchTerms(text string) []string {
 	type term struct {
 		s     string
 		runes int
@@ -62,7 +65,7 @@ func BuildMatch(text string) string {
 		terms = append(terms, t)
 	}
 	if len(terms) == 0 {
-		return ""
+		return nil
 	}
 	if nonStop > 0 && nonStop < len(terms) {
 		kept := terms[:0]
@@ -78,17 +81,27 @@ func BuildMatch(text string) string {
 		terms = terms[:maxMatchTerms]
 		sort.Slice(terms, func(i, j int) bool { return terms[i].order < terms[j].order })
 	}
+	out := make([]string, len(terms))
+	for i, t := range terms {
+		out[i] = t.s
+	}
+	return out
+}
+
+// joinTerms quotes each term as an FTS5 string and joins them with OR.
+func joinTerms(terms []string) string {
 	var b strings.Builder
 	for i, t := range terms {
 		if i > 0 {
 			b.WriteString(" OR ")
 		}
-		b.WriteByte('"')
-		b.WriteString(strings.ReplaceAll(t.s, `"`, `""`))
-		b.WriteByte('"')
+		b.WriteString(quoteTerm(t))
 	}
 	return b.String()
 }
+
+// quoteTerm quotes t as an FTS5 string, doubling any quote.
+func quoteTerm(t string) string { return `"` + strings.ReplaceAll(t, `"`, `""`) + `"` }
 
 // isWordRune reports whether r (decoded with size bytes) belongs to a word.
 // Invalid UTF-8 (RuneError of size 1) separates words.

@@ -27,10 +27,15 @@ func (s *Shard) KeywordSearch(ctx context.Context, ns, text string, f Filter, li
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("keyword search: %w", err)
 	}
-	m := BuildMatch(text)
-	if m == "" || limit <= 0 {
+	terms := matchTerms(text)
+	if len(terms) == 0 || limit <= 0 {
 		return nil, nil
 	}
+	terms, err := s.df.prune(ctx, s.r, terms, s.sizes.shardTotal())
+	if err != nil {
+		return nil, fmt.Errorf("keyword search: %w", err)
+	}
+	m := joinTerms(terms)
 	q, args := keywordQuery(ns, m, s.sizes.useNSToken(ns), f, limit)
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -144,6 +149,13 @@ func (z *nsSizes) add(delta map[string]int64) {
 			delete(z.n, ns)
 		}
 	}
+}
+
+// shardTotal returns the number of chunks in the shard.
+func (z *nsSizes) shardTotal() int64 {
+	z.mu.RLock()
+	defer z.mu.RUnlock()
+	return z.total
 }
 
 // useNSToken reports whether a keyword search in ns should AND the

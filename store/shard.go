@@ -67,6 +67,7 @@ type Shard struct {
 	ws    *writeStmts
 	index *vectorIndex
 	sizes *nsSizes
+	df    *termDF
 
 	// writeMu serialises write transactions together with the in-memory
 	// index update that follows their commit, so index updates apply in
@@ -116,7 +117,7 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &Shard{path: path, dims: cfg.Dims, w: w, index: newVectorIndex(cfg.Dims), sizes: &nsSizes{}}
+	s := &Shard{path: path, dims: cfg.Dims, w: w, index: newVectorIndex(cfg.Dims), sizes: &nsSizes{}, df: newTermDF()}
 	defer func() {
 		if err != nil {
 			s.closeDBs()

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,8 +60,20 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	modes := fs.String("modes", "hybrid,keyword,vector", "search modes to measure")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	keep := fs.String("data", "", "data directory (default: a temporary one, removed afterwards)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	dir := *keep
 	if dir == "" {
@@ -181,13 +194,16 @@ func benchIngest(ctx context.Context, n *node, name string, lines [][]byte, ns s
 		return ingestFigure{}, err
 	}
 	start := time.Now()
-	for _, l := range lines {
+	for i, l := range lines {
 		m, err := eventMsg(l, ns, false)
 		if err != nil {
 			return ingestFigure{}, err
 		}
 		if _, err := js.PublishMsgAsync(m); err != nil {
 			return ingestFigure{}, err
+		}
+		if i%4096 == 4095 { // a window of acks in flight
+			<-js.PublishAsyncComplete()
 		}
 	}
 	select {

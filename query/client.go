@@ -1,0 +1,128 @@
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"memindex"
+)
+
+// DefaultRequestTimeout bounds a Client search whose context has no deadline.
+const DefaultRequestTimeout = 10 * time.Second
+
+// Client calls the memindex service over NATS. It is safe for concurrent use.
+type Client struct {
+	nc *nats.Conn
+}
+
+// NewClient returns a Client that sends its requests on nc.
+func NewClient(nc *nats.Conn) *Client { return &Client{nc: nc} }
+
+// Search sends req to the worker that serves req.Namespace and returns its
+// answer. An error reply of the service is a *RemoteError (errors.Is matches
+// memindex.ErrInvalid for 400, memindex.ErrTooLarge for 413, and the other
+// sentinels its Unwrap names); with no worker serving the error wraps
+// ErrNoWorker. Without a deadline on ctx, DefaultRequestTimeout applies.
+func (c *Client) Search(ctx context.Context, req memindex.SearchRequest) (memindex.SearchResponse, error) {
+	var resp memindex.SearchResponse
+	if !memindex.ValidNamespace(req.Namespace) {
+		return resp, fmt.Errorf("search: %w", &memindex.FieldError{Field: "namespace", Reason: fmt.Sprintf("%q is not 1-64 characters of [A-Za-z0-9_-]", req.Namespace), Err: memindex.ErrInvalid})
+	}
+	data, err := json.Marshal(req)
+	if err != nil {
+		return resp, fmt.Errorf("search %s: encode request: %w", req.Namespace, err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultRequestTimeout)
+		defer cancel()
+	}
+	msg, err := c.nc.RequestWithContext(ctx, memindex.SearchSubject(req.Namespace), data)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return resp, fmt.Errorf("search %s: %w", req.Namespace, ErrNoWorker)
+	case err != nil:
+		return resp, fmt.Errorf("search %s: %w", req.Namespace, err)
+	}
+	if rerr := remoteError(msg); rerr != nil {
+		return resp, rerr
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return resp, fmt.Errorf("search %s: decode response: %w", req.Namespace, err)
+	}
+	if resp.Hits == nil {
+		resp.Hits = []memindex.Hit{}
+	}
+	return resp, nil
+}
+
+// Status asks every worker for its status and gathers the replies that
+// arrive until wait passes or ctx ends, sorted by worker name. With no worker
+// serving the error wraps ErrNoWorker; when ctx ends first, the replies so
+// far come with the context's error.
+func (c *Client) Status(ctx context.Context, wait time.Duration) ([]memindex.StatusResponse, error) {
+	// A plain inbox, not one under the request mux's wildcard: the server
+	// addresses its no-responders notice to one subscription matching it.
+	inbox := nats.NewInbox()
+	sub, err := c.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, fmt.Errorf("status: subscribe: %w", err)
+	}
+	defer sub.Unsubscribe() //nolint:errcheck // nothing to do about it
+	if err := c.nc.PublishRequest(memindex.StatusSubject, inbox, nil); err != nil {
+		return nil, fmt.Errorf("status: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	var out []memindex.StatusResponse
+	var errs []error
+	for {
+		msg, err := sub.NextMsgWithContext(wctx)
+		if errors.Is(err, nats.ErrNoResponders) {
+			return nil, fmt.Errorf("status: %w", ErrNoWorker)
+		}
+		if err != nil {
+			break
+		}
+		if rerr := remoteError(msg); rerr != nil {
+			errs = append(errs, rerr)
+			continue
+		}
+		var st memindex.StatusResponse
+		if err := json.Unmarshal(msg.Data, &st); err != nil {
+			errs = append(errs, fmt.Errorf("decode status reply: %w", err))
+			continue
+		}
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b memindex.StatusResponse) int { return strings.Compare(a.Worker, b.Worker) })
+	if err := ctx.Err(); err != nil {
+		return out, fmt.Errorf("status: %w", err)
+	}
+	if len(out) == 0 && len(errs) > 0 {
+		return nil, fmt.Errorf("status: %w", errors.Join(errs...))
+	}
+	return out, nil
+}
+
+// remoteError returns the *RemoteError an error reply carries, or nil.
+func remoteError(msg *nats.Msg) error {
+	code := msg.Header.Get(micro.ErrorCodeHeader)
+	if code == "" {
+		return nil
+	}
+	e := &RemoteError{Code: code, Message: msg.Header.Get(micro.ErrorHeader)}
+	var body memindex.ErrorBody
+	if json.Unmarshal(msg.Data, &body) == nil && body.Message != "" {
+		e.Message = body.Message
+	}
+	return e
+}

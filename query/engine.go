@@ -1,0 +1,385 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sourcegraph/conc"
+
+	"memindex"
+	"memindex/embedder"
+	"memindex/store"
+)
+
+// Engine defaults.
+const (
+	// DefaultCandidateFactor is how many candidates per wanted hit a leg fetches.
+	DefaultCandidateFactor = 4
+	// MinCandidates is the fewest candidates a leg fetches, whatever k is.
+	MinCandidates = 20
+	// DefaultQueryEmbedTimeout bounds embedding the query of one search.
+	DefaultQueryEmbedTimeout = 2 * time.Second
+	// snippetRunes is how much of a chunk's text a snippet shows when the
+	// keyword leg gave none.
+	snippetRunes = 200
+)
+
+// EngineConfig tunes an Engine. Zero fields take the defaults.
+type EngineConfig struct {
+	// CandidateFactor: each leg fetches k*CandidateFactor candidates, and at
+	// least MinCandidates (default DefaultCandidateFactor).
+	CandidateFactor int
+	// QueryEmbedTimeout bounds embedding the query; past it the vector leg is
+	// skipped and the response says so (default DefaultQueryEmbedTimeout).
+	QueryEmbedTimeout time.Duration
+	// RRFK is the k constant of reciprocal rank fusion (default DefaultRRFK).
+	RRFK float64
+	// VectorWeight and KeywordWeight weigh the legs in weighted fusion; they
+	// must sum to 1 (default DefaultVectorWeight and DefaultKeywordWeight).
+	VectorWeight, KeywordWeight float64
+}
+
+// Validate reports a setting that is out of range. Zero means default and is
+// valid.
+func (c EngineConfig) Validate() error {
+	switch {
+	case c.CandidateFactor < 0:
+		return fmt.Errorf("engine config: candidate factor must not be negative, got %d", c.CandidateFactor)
+	case c.QueryEmbedTimeout < 0:
+		return fmt.Errorf("engine config: query embed timeout must not be negative, got %s", c.QueryEmbedTimeout)
+	case c.RRFK < 0:
+		return fmt.Errorf("engine config: RRF k must not be negative, got %g", c.RRFK)
+	case c.VectorWeight < 0 || c.KeywordWeight < 0:
+		return fmt.Errorf("engine config: weights must not be negative, got vector %g keyword %g", c.VectorWeight, c.KeywordWeight)
+	case (c.VectorWeight != 0 || c.KeywordWeight != 0) && math.Abs(c.VectorWeight+c.KeywordWeight-1) > 1e-9:
+		return fmt.Errorf("engine config: vector and keyword weights must sum to 1, got %g+%g", c.VectorWeight, c.KeywordWeight)
+	}
+	return nil
+}
+
+func (c EngineConfig) withDefaults() EngineConfig {
+	if c.CandidateFactor <= 0 {
+		c.CandidateFactor = DefaultCandidateFactor
+	}
+	if c.QueryEmbedTimeout <= 0 {
+		c.QueryEmbedTimeout = DefaultQueryEmbedTimeout
+	}
+	p := FuseParams{RRFK: c.RRFK, VectorWeight: c.VectorWeight, KeywordWeight: c.KeywordWeight}.withDefaults()
+	c.RRFK, c.VectorWeight, c.KeywordWeight = p.RRFK, p.VectorWeight, p.KeywordWeight
+	return c
+}
+
+// Engine runs hybrid searches against the shard a Router names. It is safe
+// for concurrent use.
+type Engine struct {
+	cfg    EngineConfig
+	router Router
+	emb    embedder.Embedder
+}
+
+// NewEngine returns an Engine that routes with r and embeds queries with emb.
+// Zero or negative settings of cfg take their defaults (check them first with
+// cfg.Validate). A nil emb makes the vector leg unavailable.
+func NewEngine(cfg EngineConfig, r Router, emb embedder.Embedder) *Engine {
+	return &Engine{cfg: cfg.withDefaults(), router: r, emb: emb}
+}
+
+// legResult is what one leg brought back.
+type legResult struct {
+	leg   memindex.Leg
+	cands []store.Candidate
+	// skipped says the leg never reached the shard (the query embedding failed).
+	skipped bool
+}
+
+// Search answers req. It normalises req first; an invalid request is an
+// error wrapping memindex.ErrInvalid or memindex.ErrTooLarge. Routing errors
+// wrap ErrNotOwned or ErrNotReady. A failing leg degrades the response; when
+// every leg that ran failed the error wraps ErrUnavailable.
+func (e *Engine) Search(ctx context.Context, req memindex.SearchRequest) (memindex.SearchResponse, error) {
+	start := time.Now()
+	if err := req.Normalize(); err != nil {
+		return memindex.SearchResponse{}, fmt.Errorf("invalid search request: %w", err)
+	}
+	shard, partition, err := e.router.Route(req.Namespace)
+	if err != nil {
+		return memindex.SearchResponse{}, fmt.Errorf("route namespace %s: %w", req.Namespace, err)
+	}
+	resp := memindex.SearchResponse{
+		Type:      "search.result",
+		Version:   1,
+		Namespace: req.Namespace,
+		Hits:      []memindex.Hit{},
+		Partition: partition,
+	}
+	// Read the applied sequence first: the legs see at least this state.
+	if resp.AppliedSeq, err = shard.AppliedSeq(ctx); err != nil {
+		resp.Degraded = append(resp.Degraded, fmt.Sprintf("applied sequence unknown: %v", err))
+	}
+
+	after, before := req.TimeRange()
+	filter := store.Filter{SessionKey: req.SessionKey, SessionID: req.SessionID, After: after, Before: before}
+	limit := max(req.K*e.cfg.CandidateFactor, MinCandidates)
+
+	vec := legResult{leg: memindex.Leg{Reason: "not run in " + req.Mode + " mode"}}
+	kw := vec
+	var wg conc.WaitGroup
+	if req.Mode != memindex.ModeKeyword {
+		wg.Go(func() { vec = e.vectorLeg(ctx, shard, req, filter, limit) })
+	}
+	if req.Mode != memindex.ModeVector {
+		wg.Go(func() { kw = e.keywordLeg(ctx, shard, req, filter, limit) })
+	}
+	wg.Wait()
+	resp.Legs = memindex.Legs{Vector: vec.leg, Keyword: kw.leg}
+
+	switch {
+	case !vec.leg.Answered && !kw.leg.Answered:
+		if err := ctx.Err(); err != nil {
+			return memindex.SearchResponse{}, fmt.Errorf("search %s: %w", req.Namespace, err)
+		}
+		return memindex.SearchResponse{}, fmt.Errorf("search %s: %w: %s", req.Namespace, ErrUnavailable, legReasons(vec.leg, kw.leg))
+	case vec.leg.Ran && !vec.leg.Answered:
+		resp.Degraded = append(resp.Degraded, degradedReason("vector", vec, "keyword"))
+	case kw.leg.Ran && !kw.leg.Answered:
+		resp.Degraded = append(resp.Degraded, degradedReason("keyword", kw, "vector"))
+	}
+
+	var fused []Fused
+	fusion := req.Fusion
+	switch req.Mode {
+	case memindex.ModeKeyword:
+		fused, fusion = single(kw.cands, false), "none"
+	case memindex.ModeVector:
+		fused, fusion = single(vec.cands, true), "none"
+	default:
+		fused = Fuse(req.Fusion, vec.cands, kw.cands, FuseParams{RRFK: e.cfg.RRFK, VectorWeight: e.cfg.VectorWeight, KeywordWeight: e.cfg.KeywordWeight})
+	}
+	n := 0
+	for _, f := range fused {
+		if f.Score >= req.MinScore {
+			fused[n] = f
+			n++
+		}
+	}
+	fused = fused[:n]
+
+	snippets := make(map[string]string, len(kw.cands))
+	for _, c := range kw.cands {
+		if c.Snippet != "" {
+			if _, ok := snippets[c.ID]; !ok {
+				snippets[c.ID] = c.Snippet
+			}
+		}
+	}
+	hits, dropped, err := e.hydrate(ctx, shard, req, fused, snippets, fusion)
+	if err != nil {
+		return memindex.SearchResponse{}, fmt.Errorf("search %s: %w", req.Namespace, err)
+	}
+	if dropped > 0 {
+		// Not degraded in the sense of a leg, but visible: a Searcher that
+		// answers with another namespace's chunks is a bug worth seeing.
+		resp.Degraded = append(resp.Degraded, fmt.Sprintf("%d results failed the namespace check and were dropped (a shard bug; please report it)", dropped))
+	}
+	resp.Hits = hits
+	resp.TookMs = millis(time.Since(start))
+	return resp, nil
+}
+
+// vectorLeg embeds the query within QueryEmbedTimeout, then runs VectorSearch.
+func (e *Engine) vectorLeg(ctx context.Context, s Searcher, req memindex.SearchRequest, f store.Filter, limit int) (r legResult) {
+	start := time.Now()
+	r.leg.Ran = true
+	defer func() { r.leg.TookMs = millis(time.Since(start)) }()
+	vec, err := e.embedQuery(ctx, req.Query)
+	if err != nil {
+		r.leg.Reason, r.skipped = err.Error(), true
+		return r
+	}
+	cands, err := s.VectorSearch(ctx, req.Namespace, vec, f, limit)
+	if err != nil {
+		r.leg.Reason = fmt.Sprintf("search failed: %v", err)
+		return r
+	}
+	r.leg.Answered, r.leg.Hits, r.cands = true, len(cands), cands
+	return r
+}
+
+func (e *Engine) embedQuery(ctx context.Context, query string) ([]float32, error) {
+	if e.emb == nil {
+		return nil, errors.New("no embedder configured")
+	}
+	ectx, cancel := context.WithTimeout(ctx, e.cfg.QueryEmbedTimeout)
+	defer cancel()
+	vecs, err := e.emb.Embed(ectx, embedder.Request{Texts: []string{query}, Kind: embedder.KindQuery})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, fmt.Errorf("query embedding stopped: %v", ctx.Err())
+	case err != nil && ectx.Err() != nil:
+		return nil, fmt.Errorf("query embedding timed out after %s", e.cfg.QueryEmbedTimeout)
+	case err != nil:
+		return nil, fmt.Errorf("query embedding failed: %v", err)
+	case len(vecs) != 1 || len(vecs[0]) == 0:
+		return nil, fmt.Errorf("query embedding failed: embedder returned %d vectors for 1 text", len(vecs))
+	}
+	return vecs[0], nil
+}
+
+func (e *Engine) keywordLeg(ctx context.Context, s Searcher, req memindex.SearchRequest, f store.Filter, limit int) legResult {
+	start := time.Now()
+	r := legResult{leg: memindex.Leg{Ran: true}}
+	cands, err := s.KeywordSearch(ctx, req.Namespace, req.Query, f, limit)
+	r.leg.TookMs = millis(time.Since(start))
+	if err != nil {
+		r.leg.Reason = fmt.Sprintf("search failed: %v", err)
+		return r
+	}
+	r.leg.Answered, r.leg.Hits, r.cands = true, len(cands), cands
+	return r
+}
+
+// degradedReason words why leg did not answer, e.g. "vector leg skipped:
+// query embedding timed out after 2s; results are keyword-only".
+func degradedReason(name string, r legResult, other string) string {
+	verb := "failed"
+	if r.skipped {
+		verb = "skipped"
+	}
+	return fmt.Sprintf("%s leg %s: %s; results are %s-only", name, verb, r.leg.Reason, other)
+}
+
+func legReasons(vec, kw memindex.Leg) string {
+	var parts []string
+	if vec.Ran {
+		parts = append(parts, "vector leg: "+vec.Reason)
+	}
+	if kw.Ran {
+		parts = append(parts, "keyword leg: "+kw.Reason)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// single scores the candidates of a single-leg search by the leg's own score.
+func single(cands []store.Candidate, vector bool) []Fused {
+	out := make([]Fused, 0, len(cands))
+	seen := make(map[string]bool, len(cands))
+	for i, c := range cands {
+		if seen[c.ID] {
+			continue
+		}
+		seen[c.ID] = true
+		f := Fused{ID: c.ID, Score: c.Score}
+		if vector {
+			f.VectorScore, f.VectorRank = c.Score, rankOf(c, i)
+		} else {
+			f.KeywordScore, f.KeywordRank = c.Score, rankOf(c, i)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// hydrate turns the best fused candidates into at most req.K hits, fetching
+// chunks a round at a time. A chunk that vanished since the leg ran, that is
+// of a source the request excludes, or (a Searcher bug) of another namespace
+// is dropped; dropped counts the last kind.
+func (e *Engine) hydrate(ctx context.Context, s Searcher, req memindex.SearchRequest, fused []Fused, snippets map[string]string, fusion string) (hits []memindex.Hit, dropped int, err error) {
+	hits = make([]memindex.Hit, 0, min(req.K, len(fused)))
+	for len(fused) > 0 && len(hits) < req.K {
+		batch := fused[:min(req.K-len(hits), len(fused))]
+		fused = fused[len(batch):]
+		ids := make([]string, len(batch))
+		for i, f := range batch {
+			ids[i] = f.ID
+		}
+		recs, err := s.Chunks(ctx, ids)
+		if err != nil {
+			return nil, 0, fmt.Errorf("load chunks: %w", err)
+		}
+		for _, f := range batch {
+			rec, ok := recs[f.ID]
+			switch {
+			case !ok || rec.ID != f.ID:
+				continue
+			case rec.Namespace != req.Namespace:
+				dropped++
+				continue
+			case !wantSource(req.Sources, sourceOf(rec)):
+				continue
+			}
+			hits = append(hits, hit(rec, f, snippets[f.ID], req.Explain, fusion))
+		}
+	}
+	return hits, dropped, nil
+}
+
+func sourceOf(rec store.ChunkRecord) string {
+	if rec.Source == "" {
+		return memindex.SourceSessions
+	}
+	return rec.Source
+}
+
+func wantSource(sources []string, src string) bool {
+	if len(sources) == 0 {
+		return true
+	}
+	for _, s := range sources {
+		if s == src {
+			return true
+		}
+	}
+	return false
+}
+
+func hit(rec store.ChunkRecord, f Fused, snippet string, explain bool, fusion string) memindex.Hit {
+	if snippet == "" {
+		snippet = cut(rec.Text, snippetRunes)
+	}
+	h := memindex.Hit{
+		ID:         rec.ID,
+		Source:     sourceOf(rec),
+		Text:       rec.Text,
+		Snippet:    snippet,
+		Score:      f.Score,
+		SessionKey: rec.SessionKey,
+		SessionID:  rec.SessionID,
+		SeqStart:   rec.SeqStart,
+		SeqEnd:     rec.SeqEnd,
+		MessageIDs: rec.MessageIDs,
+	}
+	if !rec.TimeEnd.IsZero() {
+		h.Timestamp = rec.TimeEnd.UTC().Format(time.RFC3339)
+	}
+	if explain {
+		h.Scores = &memindex.HitScores{
+			Vector:      f.VectorScore,
+			VectorRank:  f.VectorRank,
+			Keyword:     f.KeywordScore,
+			KeywordRank: f.KeywordRank,
+			Fusion:      fusion,
+		}
+	}
+	return h
+}
+
+// cut returns the first n runes of s, with "…" when it cut anything.
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := 0
+	for range n {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return strings.TrimRight(s[:i], " \t\n") + "…"
+}
+
+// millis returns d in milliseconds, rounded to the microsecond.
+func millis(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }

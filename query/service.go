@@ -1,0 +1,349 @@
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/sourcegraph/conc"
+
+	"memindex"
+)
+
+// Service defaults and bounds.
+const (
+	// DefaultMaxPending is how many searches may wait for a pool worker
+	// before the service answers 429.
+	DefaultMaxPending = 256
+	// searchTimeout bounds one search from the moment the service received it.
+	searchTimeout = 10 * time.Second
+	// statusTimeout bounds one call of the StatusFunc.
+	statusTimeout = 5 * time.Second
+	// searchRequestType is the optional "type" of a search request.
+	searchRequestType = "search"
+)
+
+// ServiceConfig configures a Service. Zero fields take the defaults.
+type ServiceConfig struct {
+	// Version is the worker's semantic version, as micro requires (required).
+	Version string
+	// Workers is the number of searches run at once (default 2*GOMAXPROCS).
+	Workers int
+	// MaxPending is how many searches may wait for a worker; one more is
+	// refused with 429 (default DefaultMaxPending).
+	MaxPending int
+	// Worker is this worker's name, reported in status and service metadata.
+	Worker string
+}
+
+// Validate reports a setting that is out of range.
+func (c ServiceConfig) Validate() error {
+	switch {
+	case c.Version == "":
+		return errors.New("service config: version is required (semver, e.g. 1.2.3)")
+	case c.Workers < 0:
+		return fmt.Errorf("service config: workers must not be negative, got %d", c.Workers)
+	case c.MaxPending < 0:
+		return fmt.Errorf("service config: max pending must not be negative, got %d", c.MaxPending)
+	}
+	return nil
+}
+
+func (c ServiceConfig) withDefaults() ServiceConfig {
+	if c.Workers <= 0 {
+		c.Workers = 2 * runtime.GOMAXPROCS(0)
+	}
+	if c.MaxPending <= 0 {
+		c.MaxPending = DefaultMaxPending
+	}
+	return c
+}
+
+// StatusFunc reports this worker's status for the status endpoint. The
+// service fills Type, Version and Worker when it leaves them empty.
+type StatusFunc func(ctx context.Context) memindex.StatusResponse
+
+// Service is the NATS micro service "memindex" of one worker: the search
+// endpoint on memindex.search.<namespace> (one queue group: any worker may
+// receive a search) and the status endpoint on memindex.StatusSubject (no
+// queue group: every worker answers). Searches run on a bounded pool; when
+// MaxPending searches wait, the next is refused with 429 at once.
+type Service struct {
+	nc     *nats.Conn
+	cfg    ServiceConfig
+	eng    *Engine
+	status StatusFunc
+	svc    micro.Service
+
+	// ctx is the parent of every search; cancel ends them when Stop gives up.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.RWMutex // guards closed and sends on jobs
+	closed bool
+	jobs   chan job
+
+	workers  conc.WaitGroup
+	done     chan struct{} // closed when every pool worker has returned
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// job is one accepted search waiting for a pool worker. It keeps the reply
+// subject, not the micro.Request: micro reads the request's state once the
+// handler returns, so a pool worker must not respond through it.
+type job struct {
+	reply    string
+	req      memindex.SearchRequest
+	received time.Time
+}
+
+// NewService registers the memindex micro service on nc and starts its
+// search pool. status may be nil (status then reports only the worker name).
+// Stop ends what NewService started.
+func NewService(nc *nats.Conn, cfg ServiceConfig, e *Engine, status StatusFunc) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if e == nil {
+		return nil, errors.New("new service: engine is nil")
+	}
+	cfg = cfg.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Service{
+		nc:     nc,
+		cfg:    cfg,
+		eng:    e,
+		status: status,
+		ctx:    ctx,
+		cancel: cancel,
+		jobs:   make(chan job, cfg.MaxPending),
+		done:   make(chan struct{}),
+	}
+	mcfg := micro.Config{
+		Name:        memindex.ServiceName,
+		Version:     cfg.Version,
+		Description: "memindex hybrid search (vector + BM25) over agent memories",
+	}
+	if cfg.Worker != "" {
+		mcfg.Metadata = map[string]string{"worker": cfg.Worker}
+	}
+	svc, err := micro.AddService(nc, mcfg)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("add micro service: %w", err)
+	}
+	s.svc = svc
+	if err := svc.AddEndpoint("search", micro.HandlerFunc(s.handleSearch),
+		micro.WithEndpointSubject(memindex.SearchSubjectPrefix+".*")); err != nil {
+		cancel()
+		return nil, errors.Join(fmt.Errorf("add search endpoint: %w", err), svc.Stop())
+	}
+	if err := svc.AddEndpoint("status", micro.HandlerFunc(s.handleStatus),
+		micro.WithEndpointSubject(memindex.StatusSubject), micro.WithEndpointQueueGroupDisabled()); err != nil {
+		cancel()
+		return nil, errors.Join(fmt.Errorf("add status endpoint: %w", err), svc.Stop())
+	}
+	// Make sure the server has the subscriptions before saying we serve.
+	if err := nc.Flush(); err != nil {
+		cancel()
+		return nil, errors.Join(fmt.Errorf("flush service subscriptions: %w", err), svc.Stop())
+	}
+	for range cfg.Workers {
+		s.workers.Go(s.work)
+	}
+	go func() { // owned by Stop, which waits on done
+		defer close(s.done)
+		s.workers.Wait()
+	}()
+	return s, nil
+}
+
+// Stop stops the micro service (its subscriptions drain; a search that
+// arrives meanwhile is answered 503) and waits for the searches in flight
+// and pending to finish. When ctx ends first, Stop cancels them and returns
+// the context's error. Calling Stop again waits again.
+func (s *Service) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		s.stopErr = s.svc.Stop()
+		s.mu.Lock()
+		s.closed = true
+		close(s.jobs)
+		s.mu.Unlock()
+	})
+	select {
+	case <-s.done:
+		s.cancel()
+		if s.stopErr != nil {
+			return fmt.Errorf("stop service: %w", s.stopErr)
+		}
+		return nil
+	case <-ctx.Done():
+		s.cancel()
+		return fmt.Errorf("stop service: searches still running: %w", ctx.Err())
+	}
+}
+
+// handleSearch runs on micro's one goroutine of the search subscription: it
+// only decodes, validates and hands the search to the pool.
+func (s *Service) handleSearch(r micro.Request) {
+	if r.Reply() == "" {
+		return // a plain publish: nobody to answer
+	}
+	req, err := decodeSearch(r.Subject(), r.Data())
+	if err != nil {
+		respondError(r, err)
+		return
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		respondError(r, wireErr(ErrNotReady, "worker %s is stopping; retry", s.cfg.Worker))
+		return
+	}
+	select {
+	case s.jobs <- job{reply: r.Reply(), req: req, received: time.Now()}:
+	default:
+		respondError(r, wireErr(ErrOverloaded, "worker %s has %d searches pending; retry shortly", s.cfg.Worker, s.cfg.MaxPending))
+	}
+}
+
+// decodeSearch parses and validates a search request received on subject.
+// The namespace comes from the subject when the body names none.
+func decodeSearch(subject string, data []byte) (memindex.SearchRequest, error) {
+	var req memindex.SearchRequest
+	if len(data) > memindex.MaxRequestSize {
+		return req, wireErr(memindex.ErrTooLarge, "search request is %d bytes, over the limit of %d", len(data), memindex.MaxRequestSize)
+	}
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return req, wireErr(memindex.ErrInvalid, `search request is empty; send a JSON object like {"query":"what did Ana say?"}`)
+	}
+	if err := json.Unmarshal(data, &req); err != nil {
+		return req, wireErr(memindex.ErrInvalid, "search request is not a JSON search object: %v", err)
+	}
+	if req.Type != "" && req.Type != searchRequestType {
+		return req, fmt.Errorf("invalid search request: %w", &memindex.FieldError{Field: "type", Reason: fmt.Sprintf("%q is not %q", req.Type, searchRequestType), Err: memindex.ErrInvalid})
+	}
+	ns := strings.TrimPrefix(subject, memindex.SearchSubjectPrefix+".")
+	switch {
+	case req.Namespace == "":
+		req.Namespace = ns
+	case req.Namespace != ns:
+		return req, fmt.Errorf("invalid search request: %w", &memindex.FieldError{Field: "namespace", Reason: fmt.Sprintf("%q differs from the subject's namespace %q", req.Namespace, ns), Err: memindex.ErrInvalid})
+	}
+	if err := req.Normalize(); err != nil {
+		return req, fmt.Errorf("invalid search request: %w", err)
+	}
+	return req, nil
+}
+
+// work is one pool worker: it runs searches until Stop closes jobs.
+func (s *Service) work() {
+	for j := range s.jobs {
+		s.run(j)
+	}
+}
+
+func (s *Service) run(j job) {
+	ctx, cancel := context.WithDeadline(s.ctx, j.received.Add(searchTimeout))
+	defer cancel()
+	resp, err := s.search(ctx, j.req)
+	if err == nil {
+		var data []byte
+		if data, err = json.Marshal(resp); err == nil {
+			_ = s.nc.Publish(j.reply, data) // a lost reply is the requester's timeout
+			return
+		}
+		err = fmt.Errorf("encode search response: %w", err)
+	}
+	code, msg, body := errorReply(err)
+	_ = s.nc.PublishMsg(&nats.Msg{
+		Subject: j.reply,
+		Header:  nats.Header{micro.ErrorHeader: {msg}, micro.ErrorCodeHeader: {code}},
+		Data:    body,
+	})
+}
+
+// search runs one search and turns a panic into an error, so one bad request
+// cannot take the worker down.
+func (s *Service) search(ctx context.Context, req memindex.SearchRequest) (resp memindex.SearchResponse, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("search %s panicked: %v", req.Namespace, p)
+		}
+	}()
+	return s.eng.Search(ctx, req)
+}
+
+func (s *Service) handleStatus(r micro.Request) {
+	st := memindex.StatusResponse{}
+	if s.status != nil {
+		ctx, cancel := context.WithTimeout(s.ctx, statusTimeout)
+		st = s.status(ctx)
+		cancel()
+	}
+	if st.Type == "" {
+		st.Type = "status"
+	}
+	if st.Version == 0 {
+		st.Version = 1
+	}
+	if st.Worker == "" {
+		st.Worker = s.cfg.Worker
+	}
+	if err := r.RespondJSON(st); err != nil {
+		respondError(r, fmt.Errorf("encode status: %w", err))
+	}
+}
+
+// wireError is an error whose message is meant for the requester as it is,
+// without the sentinel's text appended.
+type wireError struct {
+	msg string
+	err error
+}
+
+func wireErr(sentinel error, format string, args ...any) error {
+	return &wireError{msg: fmt.Sprintf(format, args...), err: sentinel}
+}
+
+func (e *wireError) Error() string { return e.msg }
+func (e *wireError) Unwrap() error { return e.err }
+
+// respondError answers r with a micro error: the wire code of err in the
+// Nats-Service-Error-Code header, its message in Nats-Service-Error, and a
+// JSON memindex.ErrorBody. A failed reply cannot be reported to anyone; micro
+// counts it in the endpoint's stats.
+func respondError(r micro.Request, err error) {
+	code, msg, body := errorReply(err)
+	_ = r.Error(code, msg, body)
+}
+
+// errorReply returns the wire code of err, its message fit for a header and
+// the JSON memindex.ErrorBody.
+func errorReply(err error) (code, msg string, body []byte) {
+	code, msg = codeFor(err), headerSafe(err.Error())
+	body, _ = json.Marshal(memindex.ErrorBody{Code: code, Message: msg}) // two strings: cannot fail
+	return code, msg, body
+}
+
+// headerSafe makes msg a valid, non-empty NATS header value.
+func headerSafe(msg string) string {
+	msg = strings.Map(func(r rune) rune {
+		if r == '\r' || r == '\n' {
+			return ' '
+		}
+		return r
+	}, msg)
+	if msg == "" {
+		return "error"
+	}
+	return msg
+}

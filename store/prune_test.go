@@ -1,0 +1,55 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+)
+
+func TestKeywordSearchDropsTermsTooCommonToRank(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, testDims)
+	ref := SessionRef{Namespace: "ns", SessionKey: "k", SessionID: "s"}
+	var chunks []Chunk
+	for i := range 50 {
+		text := fmt.Sprintf("common filler words number%d", i)
+		if i%10 == 0 {
+			text += " uncommon"
+		}
+		if i == 7 {
+			text += " needle"
+		}
+		chunks = append(chunks, Chunk{ID: fmt.Sprint("c", i), SeqStart: int64(i + 1), SeqEnd: int64(i + 1), Text: text})
+	}
+	if _, err := s.Apply(ctx, Batch{Seq: 1, Rechunk: []SessionChunks{{Session: ref, From: 1, Chunks: chunks}}}); err != nil {
+		t.Fatal(err)
+	}
+	s.df.budget = 10
+	tests := []struct {
+		name  string
+		terms []string
+		want  []string
+	}{
+		{"one term is never dropped", []string{"common"}, []string{"common"}},
+		{"common term dropped", []string{"common", "needle"}, []string{"needle"}},
+		{"rare terms within budget kept", []string{"needle", "uncommon"}, []string{"needle", "uncommon"}},
+		{"order kept, the commonest dropped", []string{"uncommon", "filler", "needle"}, []string{"uncommon", "needle"}},
+		{"all common: the rarest kept", []string{"common", "filler"}, []string{"common"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.df.prune(ctx, s.r, tt.terms, 50)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("prune(%v)=%v, want %v", tt.terms, got, tt.want)
+			}
+		})
+	}
+	got, err := s.KeywordSearch(ctx, "ns", "common needle", Filter{}, 5)
+	if err != nil || len(got) != 1 || got[0].ID != "c7" {
+		t.Fatalf("KeywordSearch(common needle)=%v, %v; want only c7", got, err)
+	}
+}
