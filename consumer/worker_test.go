@@ -125,7 +125,9 @@ func message(ns, key, id string, seq int64, text string) memindex.Event {
 		ID: fmt.Sprintf("%s-%d", id, seq), Speaker: "Ana", Text: text, Timestamp: "2026-11-30T09:00:00Z"}
 }
 
-func (h *harness) shardOf(ns string) *store.Shard { return h.shards[memindex.Partition(ns, testPartitions)] }
+func (h *harness) shardOf(ns string) *store.Shard {
+	return h.shards[memindex.Partition(ns, testPartitions)]
+}
 
 func (h *harness) stats(ns string) store.Stats {
 	h.t.Helper()

@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
-	"time"
 )
 
 const usage = `memindex — a memory indexer for AI agents, on NATS JetStream and SQLite.
@@ -93,15 +92,6 @@ func envInt(name string, def int) int {
 	if v, ok := os.LookupEnv(name); ok && v != "" {
 		if n, err := strconv.Atoi(v); err == nil {
 			return n
-		}
-	}
-	return def
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if v, ok := os.LookupEnv(name); ok && v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
-			return d
 		}
 	}
 	return def
