@@ -125,20 +125,34 @@ func (p *planner) build(ctx context.Context, sh Shard, cc chunker.Config, seq ui
 	return b, fresh, nil
 }
 
-// rechunkFrom returns the message seq re-chunking must start from when
-// messages from minNew on change: the start of the earliest stored chunk that
-// reaches minNew, or of the last chunk (the open tail) when none does. With
-// no chunks it is 1, the session's start.
+// rechunkFrom returns the message seq re-chunking must start from when the
+// messages from minNew on change. A window is decided by its messages and by
+// the message after its end (which did not fit), so every window that ends
+// at or after the message before minNew may change. Conservatively that is
+// every chunk ending at or after q, the last chunk end before minNew; the
+// earliest such chunk is unchanged in its start, so re-chunking from it is
+// what chunking the whole session gives (the chunker's prefix stability).
+// With no chunks, or none ending before minNew, the session is re-chunked
+// from its start. For an append this is the start of the open tail chunk.
 func rechunkFrom(spans []store.ChunkSpan, minNew int64) int64 {
 	if len(spans) == 0 {
 		return 1
 	}
+	var q int64
 	for _, s := range spans {
-		if s.SeqEnd >= minNew {
+		if s.SeqEnd < minNew && s.SeqEnd > q {
+			q = s.SeqEnd
+		}
+	}
+	if q == 0 {
+		return min(spans[0].SeqStart, minNew)
+	}
+	for _, s := range spans {
+		if s.SeqEnd >= q {
 			return min(s.SeqStart, minNew)
 		}
 	}
-	return spans[len(spans)-1].SeqStart
+	return min(spans[len(spans)-1].SeqStart, minNew)
 }
 
 // mergeMessages merges stored and new messages by seq; new ones win.

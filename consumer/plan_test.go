@@ -19,9 +19,11 @@ func TestRechunkFrom(t *testing.T) {
 	}{
 		{"no chunks yet", nil, 5, 1},
 		{"append after the tail", spans, 26, 18},
-		{"rewrite inside the tail", spans, 24, 18},
-		{"insert in the middle", spans, 15, 9},
+		{"rewrite inside the tail: the chunk ending before it may grow", spans, 24, 9},
+		{"insert in the middle", spans, 15, 1},
+		{"insert right after a chunk end", spans, 21, 9},
 		{"insert before the first chunk", []store.ChunkSpan{{SeqStart: 5, SeqEnd: 9}}, 2, 2},
+		{"split message parts share an end", []store.ChunkSpan{{SeqStart: 1, SeqEnd: 4}, {SeqStart: 5, SeqEnd: 5}, {SeqStart: 5, SeqEnd: 5, Part: 1}}, 6, 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
