@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"memindex"
+	"memindex/consumer"
+)
+
+// TestCLIPublishSearchStatusDLQ drives the commands as a user would, against
+// a worker on an embedded server, reading their --json output.
+func TestCLIPublishSearchStatusDLQ(t *testing.T) {
+	n := testNode(t, 4)
+	ctx := context.Background()
+	srv := []string{"--server", n.url}
+	run := func(f func(*bytes.Buffer) error) string {
+		t.Helper()
+		var out bytes.Buffer
+		if err := f(&out); err != nil {
+			t.Fatalf("command failed: %v\n%s", err, out.String())
+		}
+		return out.String()
+	}
+
+	// publish: two good lines (no type, as in the LoCoMo files), one blank,
+	// and one that names a bad namespace, which publish refuses up front.
+	in := strings.NewReader(`{"sessionKey":"chat","sessionId":"s1","seq":1,"speaker":"Ana","text":"We move to Lisbon in May."}
+
+{"sessionKey":"chat","sessionId":"s1","seq":2,"speaker":"Ben","text":"Great, I will visit the harbour."}
+{"namespace":"bad ns","sessionKey":"chat","sessionId":"s1","seq":3,"text":"x"}
+`)
+	var out, errOut bytes.Buffer
+	err := runPublish(ctx, append(srv, "--namespace", "demo", "--json", "-"), in, &out, &errOut)
+	if err == nil || !strings.Contains(errOut.String(), "line 4") {
+		t.Fatalf("publish with a bad line: err=%v stderr=%q; want an error naming line 4", err, errOut.String())
+	}
+	var res publishResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || res.Published != 2 || res.Rejected != 1 {
+		t.Fatalf("publish --json = %s (%v), want 2 published and 1 rejected", out.String(), err)
+	}
+	// A raw event the worker must dead-letter: seq is missing.
+	if _, err := n.js.Publish(ctx, memindex.EventSubject("demo"), []byte(`{"type":"message","sessionKey":"chat","sessionId":"s1","text":"no seq"}`)); err != nil {
+		t.Fatal(err)
+	}
+
+	var sts []memindex.StatusResponse
+	waitUntil(t, 20*time.Second, "status to show 2 messages and 1 dead letter", func() bool {
+		var b bytes.Buffer
+		if runStatus(ctx, append(srv, "--json", "--wait", "200ms"), &b) != nil || json.Unmarshal(b.Bytes(), &sts) != nil || len(sts) != 1 {
+			return false
+		}
+		var msgs int64
+		for _, p := range sts[0].Partitions {
+			msgs += p.Messages
+		}
+		return msgs == 2 && sts[0].DLQ == 1
+	})
+
+	var resp memindex.SearchResponse
+	body := run(func(b *bytes.Buffer) error {
+		return runSearch(ctx, append(srv, "--namespace", "demo", "--json", "-k", "3", "--explain", "where", "do", "they", "move?"), b)
+	})
+	if err := json.Unmarshal([]byte(body), &resp); err != nil || len(resp.Hits) == 0 || !strings.Contains(resp.Hits[0].Text, "Lisbon") {
+		t.Fatalf("search --json = %s (%v), want a hit with Lisbon", body, err)
+	}
+	if resp.Hits[0].Scores == nil || !resp.Legs.Keyword.Answered || !resp.Legs.Vector.Answered {
+		t.Fatalf("search --explain: scores %+v, legs %+v; want both legs and scores", resp.Hits[0].Scores, resp.Legs)
+	}
+	human := run(func(b *bytes.Buffer) error {
+		return runSearch(ctx, append(srv, "--namespace", "demo", "Lisbon"), b)
+	})
+	if !strings.Contains(human, "chat/s1") {
+		t.Fatalf("search output %q, want the hit's session", human)
+	}
+
+	var ds []consumer.DeadLetter
+	listed := run(func(b *bytes.Buffer) error { return runDLQ(ctx, append([]string{"list"}, append(srv, "--json")...), nil, b) })
+	if err := json.Unmarshal([]byte(listed), &ds); err != nil || len(ds) != 1 || !strings.Contains(ds[0].Reason, "field seq") {
+		t.Fatalf("dlq list --json = %s (%v), want one dead letter naming field seq", listed, err)
+	}
+	shown := run(func(b *bytes.Buffer) error {
+		return runDLQ(ctx, append([]string{"show", "1"}, srv...), nil, b)
+	})
+	if !strings.Contains(shown, "no seq") || !strings.Contains(shown, "field seq") {
+		t.Fatalf("dlq show = %q, want payload and reason", shown)
+	}
+	fixed := strings.NewReader(`{"type":"message","sessionKey":"chat","sessionId":"s1","seq":3,"text":"no seq no more"}`)
+	run(func(b *bytes.Buffer) error {
+		return runDLQ(ctx, append([]string{"replay", "1", "--data", "-"}, srv...), fixed, b)
+	})
+	waitUntil(t, 20*time.Second, "the replayed event to be indexed and the DLQ empty", func() bool {
+		var b bytes.Buffer
+		if runStatus(ctx, append(srv, "--json", "--wait", "200ms"), &b) != nil || json.Unmarshal(b.Bytes(), &sts) != nil || len(sts) != 1 {
+			return false
+		}
+		var msgs int64
+		for _, p := range sts[0].Partitions {
+			msgs += p.Messages
+		}
+		return msgs == 3 && sts[0].DLQ == 0
+	})
+}
