@@ -149,6 +149,9 @@ func (e *Engine) Search(ctx context.Context, req memindex.SearchRequest) (memind
 	case kw.leg.Ran && !kw.leg.Answered:
 		resp.Degraded = append(resp.Degraded, degradedReason("keyword", kw, "vector"))
 	}
+	if kw.leg.Answered && kw.leg.Reason != "" {
+		resp.Degraded = append(resp.Degraded, "keyword leg answered in part: "+kw.leg.Reason)
+	}
 
 	var fused []Fused
 	fusion := req.Fusion
@@ -235,6 +238,13 @@ func (e *Engine) keywordLeg(ctx context.Context, s Searcher, req memindex.Search
 	r := legResult{leg: memindex.Leg{Ran: true}}
 	cands, err := s.KeywordSearch(ctx, req.Namespace, req.Query, f, limit)
 	r.leg.TookMs = millis(time.Since(start))
+	var partial interface{ Partial() string }
+	if errors.As(err, &partial) {
+		// Answered over part of the matches; the results stand, flagged.
+		r.leg.Answered, r.leg.Hits, r.cands = true, len(cands), cands
+		r.leg.Reason = partial.Partial()
+		return r
+	}
 	if err != nil {
 		r.leg.Reason = fmt.Sprintf("search failed: %v", err)
 		return r

@@ -465,3 +465,21 @@ func TestEngineConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestEngineSearchKeywordPartialIsFlagged(t *testing.T) {
+	sh := &memShard{
+		chunks:    []memChunk{{rec: store.ChunkRecord{ID: "c1", Namespace: "ns", Text: "common words here"}}},
+		kwPartial: &store.PartialError{Reason: "ranked only the newest chunks"},
+	}
+	e := NewEngine(EngineConfig{}, RouterFunc(func(string) (Searcher, int, error) { return sh, 0, nil }), nil)
+	resp, err := e.Search(context.Background(), memindex.SearchRequest{Namespace: "ns", Query: "common", Mode: memindex.ModeKeyword})
+	if err != nil {
+		t.Fatalf("Search()=%v, want the partial results", err)
+	}
+	if len(resp.Hits) != 1 || !resp.Legs.Keyword.Answered || resp.Legs.Keyword.Reason != "ranked only the newest chunks" {
+		t.Fatalf("Search() hits=%v keyword leg=%+v; want the hit, answered with the reason", resp.Hits, resp.Legs.Keyword)
+	}
+	if len(resp.Degraded) != 1 || !strings.Contains(resp.Degraded[0], "keyword leg answered in part: ranked only the newest") {
+		t.Fatalf("Degraded=%q, want the partial keyword leg named", resp.Degraded)
+	}
+}

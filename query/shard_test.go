@@ -23,6 +23,9 @@ type memShard struct {
 	applied uint64
 
 	kwErr, vecErr error
+	// kwPartial is returned with the keyword results, as a shard that ranked
+	// only part of the matches does.
+	kwPartial error
 	// leaky makes searches and Chunks ignore the namespace: a misbehaving shard.
 	leaky bool
 	// panics makes KeywordSearch panic: a shard with a bug.
@@ -109,7 +112,7 @@ func (m *memShard) KeywordSearch(ctx context.Context, ns, text string, f store.F
 			out = append(out, store.Candidate{ID: c.rec.ID, Score: float64(n) / float64(len(terms)), Snippet: strings.Join(snippet, " ")})
 		}
 	}
-	return ranked(out, limit), nil
+	return ranked(out, limit), m.kwPartial
 }
 
 func (m *memShard) VectorSearch(ctx context.Context, ns string, vec []float32, f store.Filter, limit int) ([]store.Candidate, error) {

@@ -31,8 +31,29 @@ var (
 	// chunk whose namespace or session differs from its SessionChunks, an
 	// empty chunk id, a sequence beyond int64). Nothing is applied.
 	ErrInvalidBatch = errors.New("invalid batch")
+	// ErrPartial is wrapped by a *PartialError: a search answered, but not
+	// over everything it should have (see PartialError).
+	ErrPartial = errors.New("partial result")
 	// ErrInconsistent is returned by Check when the shard's tables disagree.
 	ErrInconsistent = errors.New("shard is inconsistent")
 	// ErrClosed is returned by every method called after Close.
 	ErrClosed = errors.New("store closed")
 )
+
+// PartialError is returned together with results by KeywordSearch when the
+// query's terms were all so common that ranking every match would exceed the
+// row budget, so only the newest matching chunks were ranked. The results are
+// valid and best-first within what was ranked; Reason says what was left out.
+type PartialError struct {
+	Reason string
+}
+
+// Error returns the reason.
+func (e *PartialError) Error() string { return e.Reason }
+
+// Unwrap returns ErrPartial.
+func (e *PartialError) Unwrap() error { return ErrPartial }
+
+// Partial returns the reason; callers that must not import store match on
+// interface{ Partial() string }.
+func (e *PartialError) Partial() string { return e.Reason }

@@ -23,6 +23,10 @@ const (
 // is checked against chunks.namespace. Score is keywordScore(rank), in
 // [0,1) (see keywordScore); Snippet marks matched terms with « » around a passage of about 16
 // tokens, with … where it was cut.
+//
+// When every query term is so common that ranking all its matches would
+// exceed the row budget, only the newest matching chunks are ranked and the
+// results come with a *PartialError that says so.
 func (s *Shard) KeywordSearch(ctx context.Context, ns, text string, f Filter, limit int) ([]Candidate, error) {
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("keyword search: %w", err)
@@ -31,12 +35,25 @@ func (s *Shard) KeywordSearch(ctx context.Context, ns, text string, f Filter, li
 	if len(terms) == 0 || limit <= 0 {
 		return nil, nil
 	}
-	terms, err := s.df.prune(ctx, s.r, terms, s.sizes.shardTotal())
+	terms, matching, err := s.df.prune(ctx, s.r, terms, s.sizes.shardTotal())
 	if err != nil {
 		return nil, fmt.Errorf("keyword search: %w", err)
 	}
+	// Terms so common that even the rarest matches more rows than the budget:
+	// rank only the newest rows, about budget of them, and say so.
+	var minRowid int64
+	var partial error
+	if matching > s.df.budget {
+		var lo, hi int64
+		if err := s.r.QueryRowContext(ctx, `SELECT ifnull(min(rowid), 0), ifnull(max(rowid), 0) FROM chunks`).Scan(&lo, &hi); err != nil {
+			return nil, fmt.Errorf("keyword search: %w", err)
+		}
+		minRowid = hi - (hi-lo+1)*s.df.budget/matching
+		partial = &PartialError{Reason: fmt.Sprintf("ranked only the newest chunks: the query's terms (%s) match about %d chunks of this shard, more than the %d one search ranks; add a rarer word for a complete answer",
+			strings.Join(terms, ", "), matching, s.df.budget)}
+	}
 	m := joinTerms(terms)
-	q, args := keywordQuery(ns, m, s.sizes.useNSToken(ns), f, limit)
+	q, args := keywordQuery(ns, m, s.sizes.useNSToken(ns), f, limit, minRowid)
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("keyword search: %w", err)
@@ -56,14 +73,14 @@ func (s *Shard) KeywordSearch(ctx context.Context, ns, text string, f Filter, li
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("keyword search: %w", err)
 	}
-	return out, nil
+	return out, partial
 }
 
 // keywordQuery builds the SQL of a keyword search; only the filters in use
 // appear, so each shape gets its own cached plan. nsToken adds the
 // namespace's FTS token to the MATCH (see useNSToken); chunks.namespace is
 // checked exactly either way.
-func keywordQuery(ns, match string, nsTok bool, f Filter, limit int) (string, []any) {
+func keywordQuery(ns, match string, nsTok bool, f Filter, limit int, minRowid int64) (string, []any) {
 	var b strings.Builder
 	b.WriteString(`SELECT c.id, chunks_fts.rank, snippet(chunks_fts, 0, '` + snippetOpen + `', '` + snippetClose +
 		`', '` + snippetEllips + `', ` + fmt.Sprint(snippetTokens) + `)
@@ -74,6 +91,10 @@ func keywordQuery(ns, match string, nsTok bool, f Filter, limit int) (string, []
 		expr = `ns : "` + nsToken(ns) + `" AND ` + expr
 	}
 	args := []any{expr, ns}
+	if minRowid > 0 {
+		b.WriteString(` AND chunks_fts.rowid >= ?`)
+		args = append(args, minRowid)
+	}
 	if f.SessionKey != "" {
 		b.WriteString(` AND c.session_key = ?`)
 		args = append(args, f.SessionKey)

@@ -13,7 +13,7 @@ import (
 // (about 1.5 µs a row for 200-word chunks here), so a query term found in
 // half of 100,000 chunks costs ~75 ms however small k is, while a rare term
 // costs well under a millisecond.
-const rankBudget = 6000
+const rankBudget = 2500
 
 // termDF caches the document frequency of query terms in one shard, so that
 // a keyword search can drop its most common terms without counting them each
@@ -44,22 +44,25 @@ func newTermDF() *termDF { return &termDF{budget: rankBudget, m: make(map[string
 // Dropped terms match so many chunks that their BM25 weight is small; the
 // order of the kept terms is the query's. Shards of at most rankBudget chunks
 // are never pruned.
-func (d *termDF) prune(ctx context.Context, db *sql.DB, terms []string, total int64) ([]string, error) {
-	if len(terms) <= 1 || total <= d.budget {
-		return terms, nil
+//
+// It also returns how many rows the kept terms match together (0 when it did
+// not count them); above the budget, the caller ranks only the newest rows.
+func (d *termDF) prune(ctx context.Context, db *sql.DB, terms []string, total int64) ([]string, int64, error) {
+	if total <= d.budget {
+		return terms, 0, nil
 	}
 	dfs := make([]int64, len(terms))
 	var sum int64
 	for i, t := range terms {
 		n, err := d.get(ctx, db, t, total)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		dfs[i] = n
 		sum += n
 	}
-	if sum <= d.budget {
-		return terms, nil
+	if sum <= d.budget || len(terms) == 1 {
+		return terms, sum, nil
 	}
 	idx := make([]int, len(terms))
 	for i := range idx {
@@ -80,7 +83,7 @@ func (d *termDF) prune(ctx context.Context, db *sql.DB, terms []string, total in
 			out = append(out, t)
 		}
 	}
-	return out, nil
+	return out, cum, nil
 }
 
 // get returns the number of chunks of the shard that match term.

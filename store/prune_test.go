@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"testing"
@@ -39,7 +40,7 @@ func TestKeywordSearchDropsTermsTooCommonToRank(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := s.df.prune(ctx, s.r, tt.terms, 50)
+			got, _, err := s.df.prune(ctx, s.r, tt.terms, 50)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,5 +52,22 @@ func TestKeywordSearchDropsTermsTooCommonToRank(t *testing.T) {
 	got, err := s.KeywordSearch(ctx, "ns", "common needle", Filter{}, 5)
 	if err != nil || len(got) != 1 || got[0].ID != "c7" {
 		t.Fatalf("KeywordSearch(common needle)=%v, %v; want only c7", got, err)
+	}
+	// Only terms matching all 50 chunks with a budget of 10: the newest
+	// ~10 chunks are ranked, and the answer says it is partial.
+	got, err = s.KeywordSearch(ctx, "ns", "common", Filter{}, 50)
+	var pe *PartialError
+	if !errors.As(err, &pe) || !errors.Is(err, ErrPartial) {
+		t.Fatalf("KeywordSearch(common) error = %v, want a *PartialError", err)
+	}
+	if len(got) == 0 || len(got) > 12 {
+		t.Fatalf("KeywordSearch(common) = %d hits, want about the budget of 10", len(got))
+	}
+	for _, c := range got {
+		var i int
+		fmt.Sscanf(c.ID, "c%d", &i)
+		if i < 38 {
+			t.Fatalf("KeywordSearch(common) ranked %s, want only the newest chunks", c.ID)
+		}
 	}
 }

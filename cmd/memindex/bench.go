@@ -49,6 +49,8 @@ type searchFigure struct {
 	P90Ms   float64 `json:"p90Ms"`
 	P99Ms   float64 `json:"p99Ms"`
 	MaxMs   float64 `json:"maxMs"`
+	// Degraded counts responses that flagged a leg missing or partial.
+	Degraded int `json:"degraded"`
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -163,7 +165,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "ingest  %-18s %8d messages  %7.2fs  %9.0f msg/s  %7d chunks\n", f.Corpus, f.Messages, f.Seconds, f.PerSecond, f.Chunks)
 	}
 	for _, f := range rep.Search {
-		fmt.Fprintf(stdout, "search  %7d chunks  %-7s  p50 %6.2f ms  p90 %6.2f ms  p99 %6.2f ms  max %6.2f ms  (%d queries over NATS)\n", f.Chunks, f.Mode, f.P50Ms, f.P90Ms, f.P99Ms, f.MaxMs, f.Queries)
+		fmt.Fprintf(stdout, "search  %7d chunks  %-7s  p50 %6.2f ms  p90 %6.2f ms  p99 %6.2f ms  max %6.2f ms  (%d queries over NATS, %d degraded)\n", f.Chunks, f.Mode, f.P50Ms, f.P90Ms, f.P99Ms, f.MaxMs, f.Queries, f.Degraded)
 	}
 	return nil
 }
@@ -299,15 +301,19 @@ func benchSearch(ctx context.Context, n *node, ns string, size int, mode string,
 	cl := query.NewClient(nc)
 	g := corpus.New(7)
 	lat := make([]float64, 0, queries)
+	degraded := 0
 	for i := 0; i < queries+20; i++ {
 		q := g.Query(i%2 == 0)
 		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		t0 := time.Now()
-		_, err := cl.Search(qctx, memindex.SearchRequest{Namespace: ns, Query: q, K: 10, Mode: mode})
+		resp, err := cl.Search(qctx, memindex.SearchRequest{Namespace: ns, Query: q, K: 10, Mode: mode})
 		el := time.Since(t0)
 		cancel()
 		if err != nil {
 			return searchFigure{}, fmt.Errorf("search %q: %w", q, err)
+		}
+		if i >= 20 && len(resp.Degraded) > 0 {
+			degraded++
 		}
 		if i >= 20 { // the first 20 warm up caches
 			lat = append(lat, float64(el.Microseconds())/1000)
@@ -315,5 +321,5 @@ func benchSearch(ctx context.Context, n *node, ns string, size int, mode string,
 	}
 	slices.Sort(lat)
 	pct := func(p float64) float64 { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
-	return searchFigure{Chunks: size, Mode: mode, Queries: len(lat), P50Ms: pct(0.50), P90Ms: pct(0.90), P99Ms: pct(0.99), MaxMs: lat[len(lat)-1]}, nil
+	return searchFigure{Chunks: size, Mode: mode, Queries: len(lat), P50Ms: pct(0.50), P90Ms: pct(0.90), P99Ms: pct(0.99), MaxMs: lat[len(lat)-1], Degraded: degraded}, nil
 }
