@@ -79,7 +79,9 @@ func TestCLIPublishSearchStatusDLQ(t *testing.T) {
 	}
 
 	var ds []consumer.DeadLetter
-	listed := run(func(b *bytes.Buffer) error { return runDLQ(ctx, append([]string{"list"}, append(srv, "--json")...), nil, b) })
+	listed := run(func(b *bytes.Buffer) error {
+		return runDLQ(ctx, append([]string{"list"}, append(srv, "--json")...), nil, b)
+	})
 	if err := json.Unmarshal([]byte(listed), &ds); err != nil || len(ds) != 1 || !strings.Contains(ds[0].Reason, "field seq") {
 		t.Fatalf("dlq list --json = %s (%v), want one dead letter naming field seq", listed, err)
 	}
