@@ -95,6 +95,7 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	conn.register(fs, nats.DefaultURL)
 	wait := fs.Duration("wait", 500*time.Millisecond, "how long to gather answers from workers")
 	asJSON := fs.Bool("json", false, "print the answers as JSON")
+	all := fs.Bool("all", false, "show empty partitions too")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -124,10 +125,26 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 			s.Worker, ready, s.Embedder.Provider, s.Embedder.Model, s.Embedder.Dims, s.Embedder.CacheHits, s.Embedder.CacheMisses, s.DLQ)
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "partition\tapplied\tpending\tmessages\tchunks\tsessions\tvec-waiting\tdlq\t")
+		var sum memindex.PartitionStatus
+		hidden := 0
 		for _, p := range s.Partitions {
+			sum.Pending += p.Pending
+			sum.Messages += p.Messages
+			sum.Chunks += p.Chunks
+			sum.Sessions += p.Sessions
+			sum.VectorsWaiting += p.VectorsWaiting
+			sum.DLQ += p.DLQ
+			if !*all && p.AppliedSeq == 0 && p.Pending == 0 && p.Chunks == 0 && p.Error == "" {
+				hidden++
+				continue
+			}
 			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Partition, p.AppliedSeq, p.Pending, p.Messages, p.Chunks, p.Sessions, p.VectorsWaiting, p.DLQ, p.Error)
 		}
+		fmt.Fprintf(tw, "all\t\t%d\t%d\t%d\t%d\t%d\t%d\t\n", sum.Pending, sum.Messages, sum.Chunks, sum.Sessions, sum.VectorsWaiting, sum.DLQ)
 		tw.Flush()
+		if hidden > 0 {
+			fmt.Fprintf(stdout, "(%d empty partitions not shown; --all shows them)\n", hidden)
+		}
 	}
 	return nil
 }
