@@ -48,18 +48,21 @@ func TestCLIPublishSearchStatusDLQ(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var sts []memindex.StatusResponse
-	waitUntil(t, 20*time.Second, "status to show 2 messages and 1 dead letter", func() bool {
+	// statusShows runs `status --json` and reports whether the one worker
+	// holds msgs messages and dlq dead letters.
+	statusShows := func(msgs int64, dlq uint64) bool {
 		var b bytes.Buffer
+		var sts []memindex.StatusResponse
 		if runStatus(ctx, append(srv, "--json", "--wait", "200ms"), &b) != nil || json.Unmarshal(b.Bytes(), &sts) != nil || len(sts) != 1 {
 			return false
 		}
-		var msgs int64
+		var n int64
 		for _, p := range sts[0].Partitions {
-			msgs += p.Messages
+			n += p.Messages
 		}
-		return msgs == 2 && sts[0].DLQ == 1
-	})
+		return n == msgs && sts[0].DLQ == dlq
+	}
+	waitUntil(t, 20*time.Second, "status to show 2 messages and 1 dead letter", func() bool { return statusShows(2, 1) })
 
 	var resp memindex.SearchResponse
 	body := run(func(b *bytes.Buffer) error {
@@ -95,15 +98,5 @@ func TestCLIPublishSearchStatusDLQ(t *testing.T) {
 	run(func(b *bytes.Buffer) error {
 		return runDLQ(ctx, append([]string{"replay", "1", "--data", "-"}, srv...), fixed, b)
 	})
-	waitUntil(t, 20*time.Second, "the replayed event to be indexed and the DLQ empty", func() bool {
-		var b bytes.Buffer
-		if runStatus(ctx, append(srv, "--json", "--wait", "200ms"), &b) != nil || json.Unmarshal(b.Bytes(), &sts) != nil || len(sts) != 1 {
-			return false
-		}
-		var msgs int64
-		for _, p := range sts[0].Partitions {
-			msgs += p.Messages
-		}
-		return msgs == 3 && sts[0].DLQ == 0
-	})
+	waitUntil(t, 20*time.Second, "the replayed event to be indexed and the DLQ empty", func() bool { return statusShows(3, 0) })
 }
