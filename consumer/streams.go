@@ -74,27 +74,33 @@ func dlqStreamConfig(c StreamConfig) jetstream.StreamConfig {
 }
 
 // EnsureStreams creates the event and dead-letter streams, or updates them to
-// cfg. Changing the partition count of an existing stream is refused with
+// cfg, and returns the partition count in force. With cfg.Partitions 0 an
+// existing stream keeps its count (a new one gets DefaultPartitions);
+// asking an existing stream for another count is refused with
 // ErrPartitionsChanged: it would move namespaces between shards.
-func EnsureStreams(ctx context.Context, js jetstream.JetStream, cfg StreamConfig) error {
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("ensure streams: %w", err)
-	}
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, cfg StreamConfig) (int, error) {
 	if s, err := js.Stream(ctx, memindex.StreamEvents); err == nil {
 		got, perr := StreamPartitions(s.CachedInfo().Config)
-		if perr == nil && got != cfg.Partitions {
-			return fmt.Errorf("ensure streams: stream %s has %d partitions, configured %d: %w",
+		switch {
+		case perr != nil:
+		case cfg.Partitions == 0:
+			cfg.Partitions = got
+		case got != cfg.Partitions:
+			return 0, fmt.Errorf("ensure streams: stream %s has %d partitions, configured %d: %w",
 				memindex.StreamEvents, got, cfg.Partitions, ErrPartitionsChanged)
 		}
 	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return fmt.Errorf("ensure streams: %w", err)
+		return 0, fmt.Errorf("ensure streams: %w", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return 0, fmt.Errorf("ensure streams: %w", err)
 	}
 	for _, sc := range []jetstream.StreamConfig{eventStreamConfig(cfg), dlqStreamConfig(cfg)} {
 		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
-			return fmt.Errorf("ensure stream %s: %w", sc.Name, err)
+			return 0, fmt.Errorf("ensure stream %s: %w", sc.Name, err)
 		}
 	}
-	return nil
+	return cfg.Partitions, nil
 }
 
 // StreamPartitions reads P back from the event stream's subject transform.

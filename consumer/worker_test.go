@@ -47,8 +47,8 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := consumer.EnsureStreams(ctx, js, consumer.StreamConfig{Partitions: testPartitions}); err != nil {
-		t.Fatalf("EnsureStreams: %v", err)
+	if p, err := consumer.EnsureStreams(ctx, js, consumer.StreamConfig{Partitions: testPartitions}); err != nil || p != testPartitions {
+		t.Fatalf("EnsureStreams() = %d, %v; want %d", p, err, testPartitions)
 	}
 	emb, err := embedder.NewBuiltin(embedder.BuiltinConfig{Dims: testDims})
 	if err != nil {
@@ -355,10 +355,13 @@ func TestPartitionMatchesServerTransform(t *testing.T) {
 	}
 }
 
-func TestEnsureStreamsRefusesPartitionChange(t *testing.T) {
+func TestEnsureStreamsKeepsThePartitionCount(t *testing.T) {
 	h := newHarness(t)
-	err := consumer.EnsureStreams(context.Background(), h.js, consumer.StreamConfig{Partitions: testPartitions + 1})
+	_, err := consumer.EnsureStreams(context.Background(), h.js, consumer.StreamConfig{Partitions: testPartitions + 1})
 	if !errors.Is(err, consumer.ErrPartitionsChanged) {
 		t.Fatalf("EnsureStreams(P+1) = %v, want ErrPartitionsChanged", err)
+	}
+	if p, err := consumer.EnsureStreams(context.Background(), h.js, consumer.StreamConfig{}); err != nil || p != testPartitions {
+		t.Fatalf("EnsureStreams(P unset) = %d, %v; want the stream's %d", p, err, testPartitions)
 	}
 }

@@ -32,7 +32,15 @@ const locomoDir = "../../../shared/eval-data/locomo"
 // testNode starts a worker in-process on an embedded server on a random port.
 func testNode(t *testing.T, partitions int) *node {
 	t.Helper()
-	cfg := serveConfig{listen: "127.0.0.1:-1", data: t.TempDir(), partitions: partitions, embedder: "builtin",
+	n, _ := testNodeIn(t, t.TempDir(), partitions)
+	return n
+}
+
+// testNodeIn starts a worker on data directory dir; stop ends it (and is
+// also called when the test ends).
+func testNodeIn(t *testing.T, dir string, partitions int) (n *node, stop func()) {
+	t.Helper()
+	cfg := serveConfig{listen: "127.0.0.1:-1", data: dir, partitions: partitions, embedder: "builtin",
 		dims: 384, batch: 500, embedBatch: 64, embedConc: 2, chunkTokens: 400, overlap: 60, worker: "test", maxPending: 64}
 	n, err := startNode(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -41,13 +49,17 @@ func testNode(t *testing.T, partitions int) *node {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- n.run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	})
-	return n
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return n, stop
 }
 
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {

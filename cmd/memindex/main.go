@@ -20,6 +20,7 @@ Usage:
   memindex search  --namespace NS "text"   hybrid search over NATS
   memindex status                          ask the running workers how they are
   memindex dlq list|show SEQ|replay SEQ    see and re-publish dead-lettered events
+  memindex rebuild --partition N | --all   drop shards of a stopped worker; the next serve rebuilds them from the stream
   memindex bench   [flags]                 measure ingest rate and search latency
   memindex version
 
@@ -50,6 +51,8 @@ func main() {
 		err = runStatus(ctx, args, os.Stdout)
 	case "dlq":
 		err = runDLQ(ctx, args, os.Stdin, os.Stdout)
+	case "rebuild":
+		err = runRebuild(ctx, args, os.Stdout)
 	case "bench":
 		err = runBench(ctx, args, os.Stdout, os.Stderr)
 	case "version", "--version", "-v":

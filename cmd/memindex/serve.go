@@ -57,7 +57,7 @@ func runServe(ctx context.Context, args []string) error {
 	c.conn.register(fs, "")
 	fs.StringVar(&c.listen, "listen", env("MEMINDEX_LISTEN", "127.0.0.1:4222"), "address of the embedded NATS server when --server is not set (MEMINDEX_LISTEN)")
 	fs.StringVar(&c.data, "data", env("MEMINDEX_DATA", "./data"), "data directory: shards, embedding cache, embedded NATS store (MEMINDEX_DATA)")
-	fs.IntVar(&c.partitions, "partitions", envInt("MEMINDEX_PARTITIONS", memindex.DefaultPartitions), "partitions P of a new stream; fixed for the life of the stream (MEMINDEX_PARTITIONS)")
+	fs.IntVar(&c.partitions, "partitions", envInt("MEMINDEX_PARTITIONS", 0), "partitions P of a new stream (0: the existing stream's, or 16); fixed for the life of the stream (MEMINDEX_PARTITIONS)")
 	fs.StringVar(&c.embedder, "embedder", env("MEMINDEX_EMBEDDER", "builtin"), "embedding provider: builtin (MEMINDEX_EMBEDDER)")
 	fs.IntVar(&c.dims, "dims", envInt("MEMINDEX_DIMS", 384), "vector dimension (MEMINDEX_DIMS)")
 	fs.IntVar(&c.batch, "batch", envInt("MEMINDEX_BATCH", 1000), "most events applied in one transaction (MEMINDEX_BATCH)")
@@ -131,9 +131,11 @@ func startNode(ctx context.Context, c serveConfig, log *slog.Logger) (_ *node, e
 			n.close()
 		}
 	}()
-	if err := os.MkdirAll(c.data, 0o755); err != nil {
-		return nil, fmt.Errorf("data directory: %w", err)
+	release, err := lockData(c.data)
+	if err != nil {
+		return nil, err
 	}
+	n.closers = append(n.closers, release)
 	emb, info, err := newEmbedder(c)
 	if err != nil {
 		return nil, err
@@ -156,9 +158,10 @@ func startNode(ctx context.Context, c serveConfig, log *slog.Logger) (_ *node, e
 	}
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := consumer.EnsureStreams(sctx, n.js, consumer.StreamConfig{Partitions: c.partitions}); err != nil {
+	if c.partitions, err = consumer.EnsureStreams(sctx, n.js, consumer.StreamConfig{Partitions: c.partitions}); err != nil {
 		return nil, err
 	}
+	n.cfg.partitions = c.partitions
 
 	if n.cache, err = store.OpenCache(ctx, filepath.Join(c.data, "cache.db")); err != nil {
 		return nil, err
