@@ -45,9 +45,7 @@ func TestPlanAnyArrivalOrderGivesTheCleanChunking(t *testing.T) {
 			want = append(want, chunker.Message{Seq: seq, Speaker: "Ana", Text: e.Text})
 		}
 		order := r.Perm(len(events))
-		for _, i := range r.Perm(len(events))[:len(events)/4] {
-			order = append(order, i) // re-sent events
-		}
+		order = append(order, r.Perm(len(events))[:len(events)/4]...) // re-sent events
 		var applied uint64
 		for len(order) > 0 {
 			size := 1 + r.IntN(min(8, len(order)))

@@ -335,8 +335,16 @@ func clamp01(f float64) float64 {
 	return f
 }
 
-// dot is the inner product of a and b (len(b) >= len(a)), eight accumulators.
-func dot(a, b []float32) float32 {
+// dot is the inner product of a and b (len(b) >= len(a)): dotGeneric, or a
+// SIMD version where the build and the CPU have one (dot_simd.go).
+var dot = dotGeneric
+
+// dotKind names the dot product in use, for logs and benchmarks.
+var dotKind = "generic"
+
+// dotGeneric is the inner product of a and b (len(b) >= len(a)), eight
+// scalar accumulators.
+func dotGeneric(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3, s4, s5, s6, s7 float32
 	for len(a) >= 8 {
