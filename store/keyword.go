@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -40,17 +41,21 @@ func (s *Shard) KeywordSearch(ctx context.Context, ns, text string, f Filter, li
 		return nil, fmt.Errorf("keyword search: %w", err)
 	}
 	// Terms so common that even the rarest matches more rows than the budget:
-	// rank only the newest rows, about budget of them, and say so.
+	// rank only the newest budget matches of the namespace, and say so.
 	var minRowid int64
 	var partial error
 	if matching > s.df.budget {
-		var lo, hi int64
-		if err := s.r.QueryRowContext(ctx, `SELECT ifnull(min(rowid), 0), ifnull(max(rowid), 0) FROM chunks`).Scan(&lo, &hi); err != nil {
+		if minRowid, err = s.newestWindow(ctx, ns, joinTerms(terms), f, s.df.budget); err != nil {
 			return nil, fmt.Errorf("keyword search: %w", err)
 		}
-		minRowid = hi - (hi-lo+1)*s.df.budget/matching
-		partial = &PartialError{Reason: fmt.Sprintf("ranked only the newest chunks: the query's terms (%s) match about %d chunks of this shard, more than the %d one search ranks; add a rarer word for a complete answer",
-			strings.Join(terms, ", "), matching, s.df.budget)}
+	}
+	if minRowid > 0 {
+		about := fmt.Sprintf("about %d", matching)
+		if matching >= s.df.cap() {
+			about = fmt.Sprintf("more than %d", s.df.cap())
+		}
+		partial = &PartialError{Reason: fmt.Sprintf("ranked only the newest %d matching chunks: the query's terms (%s) match %s chunks of this shard; add a rarer word for a complete answer",
+			s.df.budget, strings.Join(terms, ", "), about)}
 	}
 	m := joinTerms(terms)
 	q, args := keywordQuery(ns, m, s.sizes.useNSToken(ns), f, limit, minRowid)
@@ -76,6 +81,51 @@ func (s *Shard) KeywordSearch(ctx context.Context, ns, text string, f Filter, li
 	return out, partial
 }
 
+// newestWindow returns the rowid of the n-th newest chunk of namespace ns
+// matching match and passing f, so that a search bounded below by it ranks the newest n
+// matches only. FTS5 walks a doclist backwards by rowid without ranking, so
+// this costs a fraction of ranking the matches. It returns 0 (no bound) when
+// the namespace has at most n matches.
+func (s *Shard) newestWindow(ctx context.Context, ns, match string, f Filter, n int64) (int64, error) {
+	expr := `text : (` + match + `)`
+	if s.sizes.useNSToken(ns) {
+		expr = `ns : "` + nsToken(ns) + `" AND ` + expr
+	}
+	var b strings.Builder
+	b.WriteString(`SELECT chunks_fts.rowid FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid
+		WHERE chunks_fts MATCH ? AND c.namespace = ?`)
+	args := appendFilter(&b, []any{expr, ns}, f)
+	b.WriteString(` ORDER BY chunks_fts.rowid DESC LIMIT 1 OFFSET ?`)
+	var rowid int64
+	err := s.r.QueryRowContext(ctx, b.String(), append(args, n-1)...).Scan(&rowid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return rowid, err
+}
+
+// appendFilter adds the SQL conditions of f on chunks c to b and their
+// arguments to args.
+func appendFilter(b *strings.Builder, args []any, f Filter) []any {
+	if f.SessionKey != "" {
+		b.WriteString(` AND c.session_key = ?`)
+		args = append(args, f.SessionKey)
+	}
+	if f.SessionID != "" {
+		b.WriteString(` AND c.session_id = ?`)
+		args = append(args, f.SessionID)
+	}
+	if !f.After.IsZero() {
+		b.WriteString(` AND c.ts_end >= ?`)
+		args = append(args, nanos(f.After))
+	}
+	if !f.Before.IsZero() {
+		b.WriteString(` AND c.ts_start < ?`)
+		args = append(args, nanos(f.Before))
+	}
+	return args
+}
+
 // keywordQuery builds the SQL of a keyword search; only the filters in use
 // appear, so each shape gets its own cached plan. nsToken adds the
 // namespace's FTS token to the MATCH (see useNSToken); chunks.namespace is
@@ -95,22 +145,7 @@ func keywordQuery(ns, match string, nsTok bool, f Filter, limit int, minRowid in
 		b.WriteString(` AND chunks_fts.rowid >= ?`)
 		args = append(args, minRowid)
 	}
-	if f.SessionKey != "" {
-		b.WriteString(` AND c.session_key = ?`)
-		args = append(args, f.SessionKey)
-	}
-	if f.SessionID != "" {
-		b.WriteString(` AND c.session_id = ?`)
-		args = append(args, f.SessionID)
-	}
-	if !f.After.IsZero() {
-		b.WriteString(` AND c.ts_end >= ?`)
-		args = append(args, nanos(f.After))
-	}
-	if !f.Before.IsZero() {
-		b.WriteString(` AND c.ts_start < ?`)
-		args = append(args, nanos(f.Before))
-	}
+	args = appendFilter(&b, args, f)
 	b.WriteString(` ORDER BY chunks_fts.rank LIMIT ?`)
 	args = append(args, limit)
 	return b.String(), args

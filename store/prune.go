@@ -13,7 +13,7 @@ import (
 // (about 1.5 µs a row for 200-word chunks here), so a query term found in
 // half of 100,000 chunks costs ~75 ms however small k is, while a rare term
 // costs well under a millisecond.
-const rankBudget = 2500
+const rankBudget = 2000
 
 // termDF caches the document frequency of query terms in one shard, so that
 // a keyword search can drop its most common terms without counting them each
@@ -35,6 +35,9 @@ const (
 	dfMaxAge     = 5 * time.Minute
 	dfMaxEntries = 100_000
 )
+
+// cap is the count at which document frequencies stop being counted.
+func (d *termDF) cap() int64 { return 8 * d.budget }
 
 func newTermDF() *termDF { return &termDF{budget: rankBudget, m: make(map[string]dfEntry)} }
 
@@ -68,7 +71,14 @@ func (d *termDF) prune(ctx context.Context, db *sql.DB, terms []string, total in
 	for i := range idx {
 		idx[i] = i
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return dfs[idx[a]] < dfs[idx[b]] })
+	// Rarest first; among terms counted only up to the cap, the longer word
+	// is taken as the rarer.
+	sort.SliceStable(idx, func(a, b int) bool {
+		if dfs[idx[a]] != dfs[idx[b]] {
+			return dfs[idx[a]] < dfs[idx[b]]
+		}
+		return len(terms[idx[a]]) > len(terms[idx[b]])
+	})
 	keep := make([]bool, len(terms))
 	var cum int64
 	for n, i := range idx {
@@ -95,8 +105,12 @@ func (d *termDF) get(ctx context.Context, db *sql.DB, term string, total int64) 
 	if ok && now.Sub(e.at) < dfMaxAge && abs64(total-e.total)*5 <= e.total {
 		return e.df, nil
 	}
+	// Counting stops at cap: past it the exact figure changes no decision
+	// (the term is dropped, or the search is windowed anyway), and counting
+	// a term in every chunk of a large shard costs milliseconds.
 	var n int64
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?`, `text : `+quoteTerm(term)).Scan(&n); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)`,
+		`text : `+quoteTerm(term), d.cap()).Scan(&n); err != nil {
 		return 0, err
 	}
 	d.mu.Lock()

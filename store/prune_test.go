@@ -71,3 +71,36 @@ func TestKeywordSearchDropsTermsTooCommonToRank(t *testing.T) {
 		}
 	}
 }
+
+// TestKeywordWindowIsPerNamespace: a namespace whose matches are old and
+// few among a big namespace's must still find them when the search is
+// windowed to the newest matches.
+func TestKeywordWindowIsPerNamespace(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, testDims)
+	mk := func(ns string, n int) []SessionChunks {
+		var cs []Chunk
+		for i := range n {
+			cs = append(cs, Chunk{ID: fmt.Sprintf("%s-%d", ns, i), SeqStart: int64(i + 1), SeqEnd: int64(i + 1), Text: fmt.Sprintf("common word %d", i)})
+		}
+		return []SessionChunks{{Session: SessionRef{Namespace: ns, SessionKey: "k", SessionID: "s"}, From: 1, Chunks: cs}}
+	}
+	if _, err := s.Apply(ctx, Batch{Seq: 1, Rechunk: mk("small", 5)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Apply(ctx, Batch{Seq: 2, Rechunk: mk("big", 60)}); err != nil {
+		t.Fatal(err)
+	}
+	s.df.budget = 10
+	got, err := s.KeywordSearch(ctx, "small", "common", Filter{}, 10)
+	if err != nil {
+		t.Fatalf("KeywordSearch(small, common) error = %v, want none: all 5 matches were ranked", err)
+	}
+	if len(got) != 5 {
+		t.Fatalf("KeywordSearch(small, common) = %d hits (%v), want the namespace's 5", len(got), err)
+	}
+	got, err = s.KeywordSearch(ctx, "big", "common", Filter{}, 60)
+	if !errors.Is(err, ErrPartial) || len(got) != 10 {
+		t.Fatalf("KeywordSearch(big, common) = %d hits, %v; want the newest 10 and a partial error", len(got), err)
+	}
+}
