@@ -41,6 +41,10 @@ type Config struct {
 	// EmbedTimeout bounds inline embedding of a batch's new chunks; past it
 	// the chunks commit without vectors and the backfill embeds them later.
 	EmbedTimeout time.Duration
+	// InlineCooloff is how long batches skip inline embedding after it
+	// failed or timed out once, so that a provider outage costs ingestion
+	// one EmbedTimeout, not one per batch; the backfill keeps trying.
+	InlineCooloff time.Duration
 	// BackfillBatch is how many waiting chunks one backfill round embeds.
 	BackfillBatch int
 	// BackfillInterval is how often the backfill looks for waiting chunks.
@@ -72,6 +76,9 @@ func (c *Config) Validate() error {
 	if c.EmbedTimeout == 0 {
 		c.EmbedTimeout = 5 * time.Second
 	}
+	if c.InlineCooloff == 0 {
+		c.InlineCooloff = 30 * time.Second
+	}
 	if c.BackfillBatch == 0 {
 		c.BackfillBatch = 256
 	}
@@ -96,6 +103,8 @@ type Worker struct {
 	parts []*partition
 	byID  map[int]*partition
 	ready atomic.Bool
+	// inlineOffUntil is when inline embedding may be tried again (unix ns).
+	inlineOffUntil atomic.Int64
 }
 
 type partition struct {
@@ -336,7 +345,7 @@ func (w *Worker) commit(ctx context.Context, p *partition, pl *planner, last uin
 	if err != nil {
 		return err
 	}
-	if len(fresh) > 0 {
+	if len(fresh) > 0 && time.Now().UnixNano() >= w.inlineOffUntil.Load() {
 		w.embedInline(ctx, b, fresh)
 	}
 	if _, err := p.shard.Apply(ctx, b); err != nil {
@@ -368,7 +377,8 @@ func (w *Worker) embedInline(ctx context.Context, b store.Batch, fresh []newChun
 		err = embedder.CheckVectors(vecs, len(texts), w.emb.Info().Dims)
 	}
 	if err != nil {
-		w.log.Warn("embed batch; chunks wait for the backfill", attrCount, len(texts), attrErr, err)
+		w.inlineOffUntil.Store(time.Now().Add(w.cfg.InlineCooloff).UnixNano())
+		w.log.Warn("embed batch; chunks wait for the backfill, inline embedding paused", attrCount, len(texts), attrErr, err, "pause", w.cfg.InlineCooloff)
 		return
 	}
 	for i, f := range fresh {

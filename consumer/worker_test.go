@@ -40,6 +40,16 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	emb, err := embedder.NewBuiltin(embedder.BuiltinConfig{Dims: testDims})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newHarnessWith(t, emb)
+}
+
+// newHarnessWith is newHarness with the worker embedding through emb.
+func newHarnessWith(t *testing.T, emb embedder.Embedder) *harness {
+	t.Helper()
 	s := natstest.Server(t)
 	nc := natstest.Connect(t, s)
 	js, err := jetstream.New(nc)
@@ -49,10 +59,6 @@ func newHarness(t *testing.T) *harness {
 	ctx := context.Background()
 	if p, err := consumer.EnsureStreams(ctx, js, consumer.StreamConfig{Partitions: testPartitions}); err != nil || p != testPartitions {
 		t.Fatalf("EnsureStreams() = %d, %v; want %d", p, err, testPartitions)
-	}
-	emb, err := embedder.NewBuiltin(embedder.BuiltinConfig{Dims: testDims})
-	if err != nil {
-		t.Fatal(err)
 	}
 	h := &harness{t: t, js: js, nc: nc, dir: t.TempDir(), emb: emb}
 	h.start()
