@@ -18,6 +18,12 @@ type EmbedderStatus struct {
 	Dims        int    `json:"dims"`
 	CacheHits   uint64 `json:"cacheHits"`
 	CacheMisses uint64 `json:"cacheMisses"`
+	// CacheEntries, CacheBytes and CacheMaxBytes describe the embedding
+	// cache file (MaxBytes 0: unbounded); CacheEvictions counts since start.
+	CacheEntries   int64  `json:"cacheEntries"`
+	CacheBytes     int64  `json:"cacheBytes"`
+	CacheMaxBytes  int64  `json:"cacheMaxBytes"`
+	CacheEvictions uint64 `json:"cacheEvictions"`
 }
 
 // PartitionStatus describes one partition the worker owns.

@@ -16,7 +16,15 @@
 //   - Cached (cache.go), which serves texts from a Cache keyed by CacheKey,
 //     embeds only the misses and stores them, and MemoryCache (memcache.go),
 //     an in-process LRU bounded in bytes;
-//   - vector validation (validate.go): CheckVectors and Normalize.
+//   - vector validation (validate.go): CheckVectors and Normalize;
+//   - remote providers (openai.go, mistral.go, voyage.go, ollama.go,
+//     gemini.go) on a shared retrying JSON client (http.go): backoff with
+//     jitter that honours Retry-After and vendor reset headers, a cool-down
+//     shared by a provider's requests, permanent errors that stop at once,
+//     batches split to each vendor's limits and halved when it says too large;
+//   - provider URL safety (urlcheck.go): CheckURL and NewSafeHTTPClient refuse
+//     cloud metadata, link-local and unspecified addresses, loopback the URL
+//     did not name (also after DNS resolution and on every redirect).
 //
 // The usual stack is NewCached(NewBatched(provider, poolCfg), cache): the
 // cache answers what it can, only misses are batched, and vectors are checked

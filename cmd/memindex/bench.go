@@ -91,8 +91,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stderr, format+"\n", a...)
 		}
 	}
-	cfg := serveConfig{listen: "127.0.0.1:-1", data: dir, partitions: memindex.DefaultPartitions, embedder: "builtin",
-		dims: 384, batch: 1000, embedBatch: 64, embedConc: 4, chunkTokens: 400, overlap: 60, worker: "bench", maxPending: 1024}
+	cfg := serveConfig{listen: "127.0.0.1:-1", data: dir, partitions: memindex.DefaultPartitions, provider: providerFlags{name: "builtin", dims: 384},
+		batch: 1000, embedBatch: 64, embedConc: 4, chunkTokens: 400, overlap: 60, worker: "bench", maxPending: 1024}
 	n, err := startNode(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err

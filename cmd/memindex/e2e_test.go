@@ -40,8 +40,8 @@ func testNode(t *testing.T, partitions int) *node {
 // also called when the test ends).
 func testNodeIn(t *testing.T, dir string, partitions int) (n *node, stop func()) {
 	t.Helper()
-	cfg := serveConfig{listen: "127.0.0.1:-1", data: dir, partitions: partitions, embedder: "builtin",
-		dims: 384, batch: 500, embedBatch: 64, embedConc: 2, chunkTokens: 400, overlap: 60, worker: "test", maxPending: 64}
+	cfg := serveConfig{listen: "127.0.0.1:-1", data: dir, partitions: partitions, provider: providerFlags{name: "builtin", dims: 384},
+		batch: 500, embedBatch: 64, embedConc: 2, chunkTokens: 400, overlap: 60, worker: "test", maxPending: 64}
 	n, err := startNode(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("startNode: %v", err)

@@ -21,7 +21,7 @@ import (
 func TestRebuildCommandAndDataLock(t *testing.T) {
 	dir := t.TempDir()
 	n, stop := testNodeIn(t, dir, 4)
-	if _, err := startNode(context.Background(), serveConfig{listen: "127.0.0.1:-1", data: dir, embedder: "builtin", dims: 384}, n.log); err == nil || !strings.Contains(err.Error(), "in use") {
+	if _, err := startNode(context.Background(), serveConfig{listen: "127.0.0.1:-1", data: dir, provider: providerFlags{name: "builtin", dims: 384}}, n.log); err == nil || !strings.Contains(err.Error(), "in use") {
 		t.Fatalf("second startNode on the same data = %v, want an in-use error", err)
 	}
 	js, err := jetstream.New(n.nc)

@@ -121,8 +121,11 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 		if !s.Ready {
 			ready = "NOT READY"
 		}
-		fmt.Fprintf(stdout, "worker %s: %s; embedder %s/%s (%d dims), cache %d hits / %d misses; %d dead letters\n",
-			s.Worker, ready, s.Embedder.Provider, s.Embedder.Model, s.Embedder.Dims, s.Embedder.CacheHits, s.Embedder.CacheMisses, s.DLQ)
+		e := s.Embedder
+		fmt.Fprintf(stdout, "worker %s: %s; embedder %s/%s (%d dims); %d dead letters\n", s.Worker, ready, e.Provider, e.Model, e.Dims, s.DLQ)
+		fmt.Fprintf(stdout, "embedding cache: %d hits / %d misses (%.0f%% hits), %d entries, %.1f of %.1f MiB, %d evicted\n",
+			e.CacheHits, e.CacheMisses, 100*float64(e.CacheHits)/max(1, float64(e.CacheHits+e.CacheMisses)), e.CacheEntries,
+			float64(e.CacheBytes)/(1<<20), float64(e.CacheMaxBytes)/(1<<20), e.CacheEvictions)
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "partition\tapplied\tpending\tmessages\tchunks\tsessions\tvec-waiting\tdlq\t")
 		var sum memindex.PartitionStatus

@@ -36,8 +36,8 @@ type serveConfig struct {
 	listen      string
 	data        string
 	partitions  int
-	embedder    string
-	dims        int
+	provider    providerFlags
+	cacheMax    int64
 	batch       int
 	embedBatch  int
 	embedConc   int
@@ -58,8 +58,8 @@ func runServe(ctx context.Context, args []string) error {
 	fs.StringVar(&c.listen, "listen", env("MEMINDEX_LISTEN", "127.0.0.1:4222"), "address of the embedded NATS server when --server is not set (MEMINDEX_LISTEN)")
 	fs.StringVar(&c.data, "data", env("MEMINDEX_DATA", "./data"), "data directory: shards, embedding cache, embedded NATS store (MEMINDEX_DATA)")
 	fs.IntVar(&c.partitions, "partitions", envInt("MEMINDEX_PARTITIONS", 0), "partitions P of a new stream (0: the existing stream's, or 16); fixed for the life of the stream (MEMINDEX_PARTITIONS)")
-	fs.StringVar(&c.embedder, "embedder", env("MEMINDEX_EMBEDDER", "builtin"), "embedding provider: builtin (MEMINDEX_EMBEDDER)")
-	fs.IntVar(&c.dims, "dims", envInt("MEMINDEX_DIMS", 384), "vector dimension (MEMINDEX_DIMS)")
+	c.provider.register(fs)
+	fs.Int64Var(&c.cacheMax, "cache-max-bytes", int64(envInt("MEMINDEX_CACHE_MAX_BYTES", 1<<30)), "embedding cache size bound; least recently used entries go first; 0: unbounded (MEMINDEX_CACHE_MAX_BYTES)")
 	fs.IntVar(&c.batch, "batch", envInt("MEMINDEX_BATCH", 1000), "most events applied in one transaction (MEMINDEX_BATCH)")
 	fs.IntVar(&c.embedBatch, "embed-batch", envInt("MEMINDEX_EMBED_BATCH", 64), "texts per embedding request (MEMINDEX_EMBED_BATCH)")
 	fs.IntVar(&c.embedConc, "embed-concurrency", envInt("MEMINDEX_EMBED_CONCURRENCY", 4), "embedding requests in flight (MEMINDEX_EMBED_CONCURRENCY)")
@@ -136,7 +136,7 @@ func startNode(ctx context.Context, c serveConfig, log *slog.Logger) (_ *node, e
 		return nil, err
 	}
 	n.closers = append(n.closers, release)
-	emb, info, err := newEmbedder(c)
+	emb, info, err := newEmbedder(c.provider)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +163,7 @@ func startNode(ctx context.Context, c serveConfig, log *slog.Logger) (_ *node, e
 	}
 	n.cfg.partitions = c.partitions
 
-	if n.cache, err = store.OpenCache(ctx, filepath.Join(c.data, "cache.db")); err != nil {
+	if n.cache, err = store.OpenCacheWith(ctx, filepath.Join(c.data, "cache.db"), store.CacheConfig{MaxBytes: c.cacheMax}); err != nil {
 		return nil, err
 	}
 	n.closers = append(n.closers, func() { n.cache.Close(context.Background()) })
@@ -195,7 +195,10 @@ func startNode(ctx context.Context, c serveConfig, log *slog.Logger) (_ *node, e
 		Partitions: owned,
 		BatchSize:  c.batch,
 		Chunker:    chunker.Config{BudgetTokens: c.chunkTokens, OverlapTokens: c.overlap},
-		Logger:     log,
+		// A remote provider gets a short inline budget: past it chunks commit
+		// without vectors and the backfill embeds them.
+		EmbedTimeout: map[bool]time.Duration{true: 5 * time.Second, false: 2 * time.Second}[info.Provider == "builtin"],
+		Logger:       log,
 	}, seams, n.cached)
 	if err != nil {
 		return nil, err
@@ -227,6 +230,7 @@ func startNode(ctx context.Context, c serveConfig, log *slog.Logger) (_ *node, e
 func (n *node) status(ctx context.Context) memindex.StatusResponse {
 	info := n.cached.Info()
 	st := n.cached.Stats()
+	cs, _ := n.cache.Stats(ctx) // in-memory totals; only fails after Close
 	parts := n.worker.Status(ctx)
 	var dlq uint64
 	for _, p := range parts {
@@ -235,7 +239,8 @@ func (n *node) status(ctx context.Context) memindex.StatusResponse {
 	return memindex.StatusResponse{
 		Type: "status", Version: 1, Worker: n.cfg.worker, Ready: n.worker.Ready(),
 		Embedder: memindex.EmbedderStatus{Provider: info.Provider, Model: info.Model, Dims: info.Dims,
-			CacheHits: st.Hits, CacheMisses: st.Misses},
+			CacheHits: st.Hits, CacheMisses: st.Misses, CacheEntries: cs.Entries, CacheBytes: cs.Bytes,
+			CacheMaxBytes: cs.MaxBytes, CacheEvictions: cs.Evictions},
 		Partitions: parts, DLQ: dlq,
 	}
 }
@@ -278,18 +283,6 @@ func shardPath(dir string, p int) string {
 
 // serviceVersion is the micro service version (micro requires semver).
 const serviceVersion = "0.1.0"
-
-func newEmbedder(c serveConfig) (embedder.Embedder, embedder.Info, error) {
-	switch c.embedder {
-	case "builtin", "":
-		b, err := embedder.NewBuiltin(embedder.BuiltinConfig{Dims: c.dims})
-		if err != nil {
-			return nil, embedder.Info{}, fmt.Errorf("--embedder builtin: %w", err)
-		}
-		return b, b.Info(), nil
-	}
-	return nil, embedder.Info{}, fmt.Errorf("--embedder %q: unknown provider (available: builtin)", c.embedder)
-}
 
 // startEmbedded starts an in-process nats-server with JetStream on listen,
 // storing under dir.
