@@ -85,6 +85,9 @@ func TestProviderOutageLosesNothing(t *testing.T) {
 	if st.VectorsWaiting == 0 || st.VectorsWaiting != st.Chunks {
 		t.Fatalf("during the outage: %d of %d chunks wait for vectors, want all", st.VectorsWaiting, st.Chunks)
 	}
+	if v, c := h.shardOf(ns).VectorCoverage(ns); v != 0 || c != st.Chunks {
+		t.Fatalf("VectorCoverage during the outage = %d of %d, want 0 of %d", v, c, st.Chunks)
+	}
 	got, err := h.shardOf(ns).KeywordSearch(context.Background(), ns, "keyword42", store.Filter{}, 5)
 	if err != nil || len(got) == 0 {
 		t.Fatalf("keyword search during the outage = %v, %v; want a hit", got, err)
@@ -92,6 +95,9 @@ func TestProviderOutageLosesNothing(t *testing.T) {
 
 	down.Store(false)
 	waitFor(t, "the backfill to embed every chunk", func() bool { return h.stats(ns).VectorsWaiting == 0 })
+	if v, c := h.shardOf(ns).VectorCoverage(ns); v != c {
+		t.Fatalf("VectorCoverage after recovery = %d of %d, want all", v, c)
+	}
 	ctx := context.Background()
 	for key := range 4 {
 		ref := store.SessionRef{Namespace: ns, SessionKey: fmt.Sprintf("chat-%d", key), SessionID: "s1"}

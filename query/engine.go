@@ -152,6 +152,9 @@ func (e *Engine) Search(ctx context.Context, req memindex.SearchRequest) (memind
 	if kw.leg.Answered && kw.leg.Reason != "" {
 		resp.Degraded = append(resp.Degraded, "keyword leg answered in part: "+kw.leg.Reason)
 	}
+	if vec.leg.Answered && vec.leg.Reason != "" {
+		resp.Degraded = append(resp.Degraded, "vector leg answered in part: "+vec.leg.Reason)
+	}
 
 	var fused []Fused
 	fusion := req.Fusion
@@ -210,7 +213,19 @@ func (e *Engine) vectorLeg(ctx context.Context, s Searcher, req memindex.SearchR
 		return r
 	}
 	r.leg.Answered, r.leg.Hits, r.cands = true, len(cands), cands
+	if cov, ok := s.(coverageReporter); ok {
+		if vecs, chunks := cov.VectorCoverage(req.Namespace); vecs < chunks {
+			r.leg.Reason = fmt.Sprintf("covers %d of %d chunks: %d wait for vectors (the embedding provider is behind or down) and are found by keywords only",
+				vecs, chunks, chunks-vecs)
+		}
+	}
 	return r
+}
+
+// coverageReporter is what a shard that knows how many of a namespace's
+// chunks have vectors offers; *store.Shard does.
+type coverageReporter interface {
+	VectorCoverage(ns string) (vectors, chunks int64)
 }
 
 func (e *Engine) embedQuery(ctx context.Context, query string) ([]float32, error) {

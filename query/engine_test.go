@@ -483,3 +483,38 @@ func TestEngineSearchKeywordPartialIsFlagged(t *testing.T) {
 		t.Fatalf("Degraded=%q, want the partial keyword leg named", resp.Degraded)
 	}
 }
+
+// coveredShard is a memShard that reports part of its chunks without vectors.
+type coveredShard struct {
+	*memShard
+	vectors, chunks int64
+}
+
+func (c coveredShard) VectorCoverage(string) (int64, int64) { return c.vectors, c.chunks }
+
+func TestEngineSearchFlagsMissingVectors(t *testing.T) {
+	ms := &memShard{chunks: []memChunk{{rec: store.ChunkRecord{ID: "c1", Namespace: "ns", Text: "harbour notes"}, vec: []float32{1, 0}}}}
+	emb := embedder.Func{EmbedFunc: func(ctx context.Context, req embedder.Request) ([][]float32, error) {
+		return [][]float32{{1, 0}}, nil
+	}, Desc: embedder.Info{Dims: 2}}
+	for _, tt := range []struct {
+		name     string
+		sh       Searcher
+		degraded bool
+	}{
+		{"all chunks have vectors", coveredShard{ms, 5, 5}, false},
+		{"some wait for vectors", coveredShard{ms, 3, 5}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := NewEngine(EngineConfig{}, RouterFunc(func(string) (Searcher, int, error) { return tt.sh, 0, nil }), emb)
+			resp, err := e.Search(context.Background(), memindex.SearchRequest{Namespace: "ns", Query: "harbour"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Contains(strings.Join(resp.Degraded, "|"), "vector leg answered in part: covers 3 of 5 chunks")
+			if got != tt.degraded {
+				t.Fatalf("Degraded=%q, want the missing vectors flagged: %v", resp.Degraded, tt.degraded)
+			}
+		})
+	}
+}

@@ -56,3 +56,13 @@ func (s *Shard) indexLen() int {
 	}
 	return n
 }
+
+// VectorCoverage returns how many of namespace ns's chunks have a vector in
+// the index and how many chunks it has; the difference waits for the
+// backfill. It reads in-memory counts only.
+func (s *Shard) VectorCoverage(ns string) (vectors, chunks int64) {
+	s.sizes.mu.RLock()
+	chunks = s.sizes.n[ns]
+	s.sizes.mu.RUnlock()
+	return int64(s.index.len(ns)), chunks
+}
