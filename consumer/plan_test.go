@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -68,5 +69,20 @@ func TestPlannerDeleteThenAppend(t *testing.T) {
 	}
 	if len(p.deletes) != 1 {
 		t.Fatalf("deletes=%v, want 1", p.deletes)
+	}
+}
+
+func TestGraceContext(t *testing.T) {
+	parent, cancelParent := context.WithCancel(context.Background())
+	ctx, cancel := graceContext(parent, 20*time.Millisecond)
+	defer cancel()
+	cancelParent()
+	if ctx.Err() != nil {
+		t.Fatal("graceContext ended with its parent, want it to last the grace period")
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("graceContext did not end after the grace period")
 	}
 }

@@ -241,11 +241,30 @@ func (w *Worker) consumeOnce(ctx context.Context, p *partition) error {
 			}
 			msgs = append(msgs, m)
 		}
-		// The batch in hand is finished even when ctx ends meanwhile.
-		if err := w.process(context.WithoutCancel(ctx), p, msgs); err != nil {
+		// The batch in hand is finished even when ctx ends meanwhile, within
+		// a grace period: a commit that keeps failing must not hold shutdown.
+		bctx, cancel := graceContext(ctx, shutdownGrace)
+		err = w.process(bctx, p, msgs)
+		cancel()
+		if err != nil {
 			return err
 		}
 	}
+}
+
+// shutdownGrace is how long the batch in hand may take to commit once the
+// worker is told to stop.
+const shutdownGrace = 15 * time.Second
+
+// graceContext returns a context that is not cancelled with parent but
+// grace after it.
+func graceContext(parent context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	stop := context.AfterFunc(parent, func() {
+		t := time.AfterFunc(grace, cancel)
+		context.AfterFunc(ctx, func() { t.Stop() })
+	})
+	return ctx, func() { stop(); cancel() }
 }
 
 // deadLetter is one event that can never apply.
