@@ -24,6 +24,12 @@ type EmbedderStatus struct {
 	CacheBytes     int64  `json:"cacheBytes"`
 	CacheMaxBytes  int64  `json:"cacheMaxBytes"`
 	CacheEvictions uint64 `json:"cacheEvictions"`
+	// Breaker is the provider's circuit breaker: closed, open or half-open
+	// ("" for the built-in embedder, which has none); BreakerOpenUntil is
+	// when an open breaker lets a probe through.
+	Breaker          string `json:"breaker,omitempty"`
+	BreakerOpenUntil string `json:"breakerOpenUntil,omitempty"`
+	BreakerOpens     uint64 `json:"breakerOpens,omitempty"`
 }
 
 // PartitionStatus describes one partition the worker owns.

@@ -22,13 +22,17 @@
 //     jitter that honours Retry-After and vendor reset headers, a cool-down
 //     shared by a provider's requests, permanent errors that stop at once,
 //     batches split to each vendor's limits and halved when it says too large;
+//   - Breaker (breaker.go), a circuit breaker per provider (closed, open,
+//     half-open probe) that fails fast while the provider is down, and
+//     RateLimited (ratelimit.go), requests and tokens per minute;
 //   - provider URL safety (urlcheck.go): CheckURL and NewSafeHTTPClient refuse
 //     cloud metadata, link-local and unspecified addresses, loopback the URL
 //     did not name (also after DNS resolution and on every redirect).
 //
-// The usual stack is NewCached(NewBatched(provider, poolCfg), cache): the
-// cache answers what it can, only misses are batched, and vectors are checked
-// before they are cached.
+// The usual stack is NewCached(NewBatched(provider, poolCfg), cache), with a
+// remote provider wrapped as NewBreaker(NewRateLimited(provider, rl), br): the
+// cache answers what it can, only misses are batched, each batch is one
+// rate-limited request, and vectors are checked before they are cached.
 //
 // It must not read the environment or files for its configuration (cmd/
 // does, and passes config structs in), know about NATS or the SQLite schema

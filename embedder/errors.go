@@ -39,4 +39,10 @@ var (
 	// so). Providers split such a batch in half and retry; callers see it
 	// only when one text alone is too large, together with ErrPermanent.
 	ErrBatchTooLarge = errors.New("batch too large")
+
+	// ErrBreakerOpen is wrapped by a Breaker's Embed when it fails a call
+	// at once without asking the provider: the breaker is open after
+	// consecutive failures (the message says until when), or half-open with
+	// its one probe still in flight. Try again after the cool-down.
+	ErrBreakerOpen = errors.New("circuit breaker open")
 )

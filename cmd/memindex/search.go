@@ -123,6 +123,9 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		e := s.Embedder
 		fmt.Fprintf(stdout, "worker %s: %s; embedder %s/%s (%d dims); %d dead letters\n", s.Worker, ready, e.Provider, e.Model, e.Dims, s.DLQ)
+		if e.Breaker != "" {
+			fmt.Fprintf(stdout, "provider circuit breaker: %s (opened %d times) %s\n", e.Breaker, e.BreakerOpens, e.BreakerOpenUntil)
+		}
 		fmt.Fprintf(stdout, "embedding cache: %d hits / %d misses (%.0f%% hits), %d entries, %.1f of %.1f MiB, %d evicted\n",
 			e.CacheHits, e.CacheMisses, 100*float64(e.CacheHits)/max(1, float64(e.CacheHits+e.CacheMisses)), e.CacheEntries,
 			float64(e.CacheBytes)/(1<<20), float64(e.CacheMaxBytes)/(1<<20), e.CacheEvictions)

@@ -38,6 +38,8 @@ type serveConfig struct {
 	partitions  int
 	provider    providerFlags
 	cacheMax    int64
+	rateLimit   embedder.RateLimitConfig
+	breaker     embedder.BreakerConfig
 	batch       int
 	embedBatch  int
 	embedConc   int
@@ -59,6 +61,10 @@ func runServe(ctx context.Context, args []string) error {
 	fs.StringVar(&c.data, "data", env("MEMINDEX_DATA", "./data"), "data directory: shards, embedding cache, embedded NATS store (MEMINDEX_DATA)")
 	fs.IntVar(&c.partitions, "partitions", envInt("MEMINDEX_PARTITIONS", 0), "partitions P of a new stream (0: the existing stream's, or 16); fixed for the life of the stream (MEMINDEX_PARTITIONS)")
 	c.provider.register(fs)
+	fs.IntVar(&c.rateLimit.RequestsPerMinute, "embed-rpm", envInt("MEMINDEX_EMBED_RPM", 0), "provider requests per minute; 0: unlimited (MEMINDEX_EMBED_RPM)")
+	fs.IntVar(&c.rateLimit.TokensPerMinute, "embed-tpm", envInt("MEMINDEX_EMBED_TPM", 0), "provider tokens per minute (estimated); 0: unlimited (MEMINDEX_EMBED_TPM)")
+	fs.IntVar(&c.breaker.Failures, "breaker-failures", envInt("MEMINDEX_BREAKER_FAILURES", 5), "consecutive provider failures that open the circuit breaker (MEMINDEX_BREAKER_FAILURES)")
+	fs.DurationVar(&c.breaker.Cooldown, "breaker-cooldown", 30*time.Second, "how long an open breaker waits before a probe")
 	fs.Int64Var(&c.cacheMax, "cache-max-bytes", int64(envInt("MEMINDEX_CACHE_MAX_BYTES", 1<<30)), "embedding cache size bound; least recently used entries go first; 0: unbounded (MEMINDEX_CACHE_MAX_BYTES)")
 	fs.IntVar(&c.batch, "batch", envInt("MEMINDEX_BATCH", 1000), "most events applied in one transaction (MEMINDEX_BATCH)")
 	fs.IntVar(&c.embedBatch, "embed-batch", envInt("MEMINDEX_EMBED_BATCH", 64), "texts per embedding request (MEMINDEX_EMBED_BATCH)")
@@ -113,6 +119,7 @@ type node struct {
 	js       jetstream.JetStream
 	cache    *store.Cache
 	cached   *embedder.Cached
+	breaker  *embedder.Breaker // nil for the built-in embedder
 	shards   map[int]*store.Shard
 	worker   *consumer.Worker
 	svc      *query.Service
@@ -167,7 +174,14 @@ func startNode(ctx context.Context, c serveConfig, log *slog.Logger) (_ *node, e
 		return nil, err
 	}
 	n.closers = append(n.closers, func() { n.cache.Close(context.Background()) })
-	n.cached = embedder.NewCached(embedder.NewBatched(emb, embedder.PoolConfig{BatchSize: c.embedBatch, Concurrency: c.embedConc}), n.cache)
+	inner := emb
+	if info.Provider != "builtin" {
+		// A remote provider: requests within its rate limits, and a breaker
+		// that fails fast while it is down (the backfill probes it).
+		n.breaker = embedder.NewBreaker(embedder.NewRateLimited(emb, c.rateLimit), c.breaker)
+		inner = n.breaker
+	}
+	n.cached = embedder.NewCached(embedder.NewBatched(inner, embedder.PoolConfig{BatchSize: c.embedBatch, Concurrency: c.embedConc}), n.cache)
 
 	shardDir := filepath.Join(c.data, "shards")
 	if err := os.MkdirAll(shardDir, 0o755); err != nil {
@@ -236,13 +250,21 @@ func (n *node) status(ctx context.Context) memindex.StatusResponse {
 	for _, p := range parts {
 		dlq += p.DLQ
 	}
-	return memindex.StatusResponse{
+	resp := memindex.StatusResponse{
 		Type: "status", Version: 1, Worker: n.cfg.worker, Ready: n.worker.Ready(),
 		Embedder: memindex.EmbedderStatus{Provider: info.Provider, Model: info.Model, Dims: info.Dims,
 			CacheHits: st.Hits, CacheMisses: st.Misses, CacheEntries: cs.Entries, CacheBytes: cs.Bytes,
 			CacheMaxBytes: cs.MaxBytes, CacheEvictions: cs.Evictions},
 		Partitions: parts, DLQ: dlq,
 	}
+	if n.breaker != nil {
+		bs := n.breaker.State()
+		resp.Embedder.Breaker, resp.Embedder.BreakerOpens = bs.State, bs.Opens
+		if bs.State != embedder.BreakerClosed {
+			resp.Embedder.BreakerOpenUntil = bs.OpenUntil.UTC().Format(time.RFC3339)
+		}
+	}
+	return resp
 }
 
 // run consumes until ctx ends, then shuts down in reverse order of start:
