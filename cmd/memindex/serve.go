@@ -199,6 +199,10 @@ func startNode(ctx context.Context, c serveConfig, log *slog.Logger) (_ *node, e
 	for p := range c.partitions {
 		owned[p] = p
 		sh, err := store.Open(ctx, shardPath(shardDir, p), store.Config{Dims: info.Dims})
+		if errors.Is(err, store.ErrDims) {
+			return nil, fmt.Errorf("partition %d: %w\n  the shards in %s hold vectors of another embedder; start with the embedder and --dims they were built with, or stop and run `memindex rebuild --all --data %s` to rebuild them from the stream with %s/%s (%d dims)",
+				p, err, shardDir, c.data, info.Provider, info.Model, info.Dims)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("partition %d: %w", p, err)
 		}
