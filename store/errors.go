@@ -24,6 +24,9 @@ var (
 	// vector dimension, and by Apply and SetVectors when a vector's length is
 	// not the shard's dimension (the whole call then changes nothing).
 	ErrDims = errors.New("vector dimension mismatch")
+	// ErrSpace is returned by Open when the file holds vectors of another
+	// vector space (embedder provider or model) than Config.Space.
+	ErrSpace = errors.New("vector space mismatch")
 	// ErrSchemaTooNew is returned by Open when the file records a migration
 	// this binary does not know: it was written by a newer version.
 	ErrSchemaTooNew = errors.New("schema is newer than this binary")

@@ -20,6 +20,11 @@ type Config struct {
 	Dims int
 	// ReadConns is the size of the reader connection pool (default 4).
 	ReadConns int
+	// Space names the vector space (embedder provider, model, dimension),
+	// e.g. "builtin/hash-ngram-v1/384". A file remembers the first space it
+	// was opened with; opening it with another fails with ErrSpace, so
+	// vectors of two models are never mixed. Empty skips the check.
+	Space string
 }
 
 // Validate reports whether the configuration is usable.
@@ -135,6 +140,9 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	if err := checkDims(ctx, w, cfg.Dims); err != nil {
 		return nil, err
 	}
+	if err := checkSpace(ctx, w, cfg.Space); err != nil {
+		return nil, err
+	}
 	// Readers connect after the writer has put the file in WAL mode.
 	s.r, err = sql.Open(driverName, dsn(path, "_query_only=true&"+common))
 	if err != nil {
@@ -223,6 +231,25 @@ func checkDims(ctx context.Context, db *sql.DB, dims int) error {
 	}
 	if got != dims {
 		return fmt.Errorf("file has dims %d, config %d: %w", got, dims, ErrDims)
+	}
+	return nil
+}
+
+// checkSpace records space in a file that has none and fails with ErrSpace
+// when the file records another.
+func checkSpace(ctx context.Context, db *sql.DB, space string) error {
+	if space == "" {
+		return nil
+	}
+	if _, err := db.ExecContext(ctx, `INSERT OR IGNORE INTO meta(key, value) VALUES ('space', ?)`, space); err != nil {
+		return fmt.Errorf("record vector space: %w", err)
+	}
+	var got string
+	if err := db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'space'`).Scan(&got); err != nil {
+		return fmt.Errorf("read vector space: %w", err)
+	}
+	if got != space {
+		return fmt.Errorf("file holds vectors of %s, config %s: %w", got, space, ErrSpace)
 	}
 	return nil
 }

@@ -163,3 +163,20 @@ func TestClosed(t *testing.T) {
 		t.Errorf("second Close: %v, want ErrClosed", err)
 	}
 }
+
+func TestOpenRefusesAnotherVectorSpace(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	s, err := Open(ctx, path, Config{Dims: testDims, Space: "builtin/hash-ngram-v1/8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close(ctx)
+	if s, err = Open(ctx, path, Config{Dims: testDims, Space: "builtin/hash-ngram-v1/8"}); err != nil {
+		t.Fatalf("reopen with the same space = %v, want nil", err)
+	}
+	s.Close(ctx)
+	if _, err := Open(ctx, path, Config{Dims: testDims, Space: "openai/text-embedding-3-small/8"}); !errors.Is(err, ErrSpace) {
+		t.Fatalf("Open with another space = %v, want ErrSpace", err)
+	}
+}

@@ -198,8 +198,8 @@ func startNode(ctx context.Context, c serveConfig, log *slog.Logger) (_ *node, e
 	seams := make(map[int]consumer.Shard, c.partitions)
 	for p := range c.partitions {
 		owned[p] = p
-		sh, err := store.Open(ctx, shardPath(shardDir, p), store.Config{Dims: info.Dims})
-		if errors.Is(err, store.ErrDims) {
+		sh, err := store.Open(ctx, shardPath(shardDir, p), store.Config{Dims: info.Dims, Space: vectorSpace(info)})
+		if errors.Is(err, store.ErrDims) || errors.Is(err, store.ErrSpace) {
 			return nil, fmt.Errorf("partition %d: %w\n  the shards in %s hold vectors of another embedder; start with the embedder and --dims they were built with, or stop and run `memindex rebuild --all --data %s` to rebuild them from the stream with %s/%s (%d dims)",
 				p, err, shardDir, c.data, info.Provider, info.Model, info.Dims)
 		}
@@ -301,6 +301,15 @@ func (n *node) close() {
 		n.closers[i]()
 	}
 	n.closers = nil
+}
+
+// vectorSpace names the space of info's vectors for the shards.
+func vectorSpace(info embedder.Info) string {
+	s := info.Provider + "/" + info.Model + "/" + strconv.Itoa(info.Dims)
+	if info.BaseURL != "" && info.Provider != "builtin" {
+		s += "@" + info.BaseURL
+	}
+	return s
 }
 
 func shardPath(dir string, p int) string {
