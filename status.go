@@ -42,7 +42,10 @@ type PartitionStatus struct {
 	Chunks         int64  `json:"chunks"`
 	Sessions       int64  `json:"sessions"`
 	VectorsWaiting int64  `json:"vectorsWaiting"`
-	Namespaces     int64  `json:"namespaces"`
-	DLQ            uint64 `json:"dlq"`
-	Error          string `json:"error,omitempty"`
+	// OldestWaitSeconds is how long the chunk waiting longest for a vector
+	// has waited (0 when none waits).
+	OldestWaitSeconds float64 `json:"oldestWaitSeconds"`
+	Namespaces        int64   `json:"namespaces"`
+	DLQ               uint64  `json:"dlq"`
+	Error             string  `json:"error,omitempty"`
 }

@@ -82,6 +82,9 @@ func TestProviderOutageLosesNothing(t *testing.T) {
 	}
 	waitFor(t, "80 messages committed while the provider is down", func() bool { return h.stats(ns).Messages == 80 })
 	st := h.stats(ns)
+	if st.OldestWaiting.IsZero() {
+		t.Fatal("during the outage: Stats().OldestWaiting is zero, want when the oldest waiting chunk was stored")
+	}
 	if st.VectorsWaiting == 0 || st.VectorsWaiting != st.Chunks {
 		t.Fatalf("during the outage: %d of %d chunks wait for vectors, want all", st.VectorsWaiting, st.Chunks)
 	}
@@ -95,6 +98,9 @@ func TestProviderOutageLosesNothing(t *testing.T) {
 
 	down.Store(false)
 	waitFor(t, "the backfill to embed every chunk", func() bool { return h.stats(ns).VectorsWaiting == 0 })
+	if !h.stats(ns).OldestWaiting.IsZero() {
+		t.Fatal("after recovery: Stats().OldestWaiting is set, want zero")
+	}
 	if v, c := h.shardOf(ns).VectorCoverage(ns); v != c {
 		t.Fatalf("VectorCoverage after recovery = %d of %d, want all", v, c)
 	}

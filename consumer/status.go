@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"time"
 
 	"memindex"
 )
@@ -28,6 +29,9 @@ func (w *Worker) Status(ctx context.Context) []memindex.PartitionStatus {
 		if st, err := p.shard.Stats(ctx); err == nil {
 			ps.Messages, ps.Chunks, ps.Sessions = st.Messages, st.Chunks, st.Sessions
 			ps.VectorsWaiting, ps.Namespaces = st.VectorsWaiting, st.Namespaces
+			if !st.OldestWaiting.IsZero() {
+				ps.OldestWaitSeconds = time.Since(st.OldestWaiting).Seconds()
+			}
 		} else if ps.Error == "" {
 			ps.Error = "shard stats: " + err.Error()
 		}

@@ -22,8 +22,8 @@ const (
 	sqlSelectTail            = `SELECT rowid, id, text, has_vector FROM chunks
 		WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq_start >= ?`
 	sqlDeleteChunk = `DELETE FROM chunks WHERE rowid = ?`
-	sqlInsertChunk = `INSERT INTO chunks(id, namespace, source, session_key, session_id, seq_start, seq_end, part, text, ts_start, ts_end, has_vector)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`
+	sqlInsertChunk = `INSERT INTO chunks(id, namespace, source, session_key, session_id, seq_start, seq_end, part, text, ts_start, ts_end, has_vector, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, unixepoch()) ON CONFLICT(id) DO NOTHING`
 	sqlFTSInsert   = `INSERT INTO chunks_fts(rowid, text, ns) VALUES (?, ?, ?)`
 	sqlFTSDelete   = `INSERT INTO chunks_fts(chunks_fts, rowid, text, ns) VALUES ('delete', ?, ?, ?)`
 	sqlVecInsert   = `INSERT INTO vec_chunks(rowid, embedding) VALUES (?, ?)`

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestApplyReadBack(t *testing.T) {
@@ -62,6 +63,10 @@ func TestApplyReadBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if since := time.Since(stats.OldestWaiting); since < 0 || since > time.Minute {
+		t.Errorf("Stats().OldestWaiting = %v, want about now: two chunks wait for vectors", stats.OldestWaiting)
+	}
+	stats.OldestWaiting = time.Time{}
 	if want := (Stats{AppliedSeq: 10, Messages: 4, Chunks: 5, Sessions: 1, Namespaces: 1, VectorsWaiting: 2}); stats != want {
 		t.Errorf("Stats() = %+v, want %+v", stats, want)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // SessionChunkSpans returns the stored chunks of exactly the session ref
@@ -161,7 +162,7 @@ func (s *Shard) Stats(ctx context.Context) (Stats, error) {
 	}
 	defer tx.Rollback()
 	var st Stats
-	var seq int64
+	var seq, oldest int64
 	for _, q := range []struct {
 		sql string
 		dst any
@@ -172,11 +173,15 @@ func (s *Shard) Stats(ctx context.Context) (Stats, error) {
 		{`SELECT count(*) FROM (SELECT DISTINCT namespace, session_key, session_id FROM messages)`, &st.Sessions},
 		{`SELECT count(*) FROM (SELECT namespace FROM messages UNION SELECT namespace FROM chunks)`, &st.Namespaces},
 		{`SELECT count(*) FROM chunks WHERE has_vector = 0`, &st.VectorsWaiting},
+		{`SELECT ifnull(min(created_at), 0) FROM chunks WHERE has_vector = 0`, &oldest},
 	} {
 		if err := tx.QueryRowContext(ctx, q.sql).Scan(q.dst); err != nil {
 			return Stats{}, fmt.Errorf("stats: %w", err)
 		}
 	}
 	st.AppliedSeq = uint64(seq)
+	if oldest > 0 {
+		st.OldestWaiting = time.Unix(oldest, 0)
+	}
 	return st, tx.Commit()
 }

@@ -128,4 +128,7 @@ type Stats struct {
 	Sessions       int64
 	Namespaces     int64
 	VectorsWaiting int64
+	// OldestWaiting is when the chunk that has waited longest for a vector
+	// was stored; zero when none waits.
+	OldestWaiting time.Time
 }

@@ -130,7 +130,7 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 			e.CacheHits, e.CacheMisses, 100*float64(e.CacheHits)/max(1, float64(e.CacheHits+e.CacheMisses)), e.CacheEntries,
 			float64(e.CacheBytes)/(1<<20), float64(e.CacheMaxBytes)/(1<<20), e.CacheEvictions)
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "partition\tapplied\tpending\tmessages\tchunks\tsessions\tvec-waiting\tdlq\t")
+		fmt.Fprintln(tw, "partition\tapplied\tpending\tmessages\tchunks\tsessions\tvec-waiting\toldest-wait\tdlq\t")
 		var sum memindex.PartitionStatus
 		hidden := 0
 		for _, p := range s.Partitions {
@@ -144,9 +144,9 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 				hidden++
 				continue
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Partition, p.AppliedSeq, p.Pending, p.Messages, p.Chunks, p.Sessions, p.VectorsWaiting, p.DLQ, p.Error)
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.0fs\t%d\t%s\n", p.Partition, p.AppliedSeq, p.Pending, p.Messages, p.Chunks, p.Sessions, p.VectorsWaiting, p.OldestWaitSeconds, p.DLQ, p.Error)
 		}
-		fmt.Fprintf(tw, "all\t\t%d\t%d\t%d\t%d\t%d\t%d\t\n", sum.Pending, sum.Messages, sum.Chunks, sum.Sessions, sum.VectorsWaiting, sum.DLQ)
+		fmt.Fprintf(tw, "all\t\t%d\t%d\t%d\t%d\t%d\t\t%d\t\n", sum.Pending, sum.Messages, sum.Chunks, sum.Sessions, sum.VectorsWaiting, sum.DLQ)
 		tw.Flush()
 		if hidden > 0 {
 			fmt.Fprintf(stdout, "(%d empty partitions not shown; --all shows them)\n", hidden)
