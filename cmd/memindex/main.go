@@ -22,6 +22,7 @@ Usage:
   memindex dlq list|show SEQ|replay SEQ    see and re-publish dead-lettered events
   memindex rebuild --partition N | --all   drop shards of a stopped worker; the next serve rebuilds them from the stream
   memindex bench   [flags]                 measure ingest rate and search latency
+  memindex eval    [flags]                 measure retrieval quality on LoCoMo (rec@k, hit@k, MRR)
   memindex version
 
 Run 'memindex COMMAND -h' for a command's flags. Connection settings take the
@@ -55,6 +56,8 @@ func main() {
 		err = runRebuild(ctx, args, os.Stdout)
 	case "bench":
 		err = runBench(ctx, args, os.Stdout, os.Stderr)
+	case "eval":
+		err = runEval(ctx, args, os.Stdout, os.Stderr)
 	case "version", "--version", "-v":
 		fmt.Println("memindex", version)
 	case "help", "-h", "--help":
