@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"memindex/embedder"
 )
@@ -17,6 +18,8 @@ type providerFlags struct {
 	model   string
 	baseURL string
 	dims    int
+	timeout time.Duration // per request; 0: 30s
+	retries int           // retries of one request; 0: 5, negative: none
 }
 
 func (p *providerFlags) register(fs *flag.FlagSet) {
@@ -24,6 +27,8 @@ func (p *providerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.model, "model", env("MEMINDEX_MODEL", ""), "provider model; empty: the provider's default (MEMINDEX_MODEL)")
 	fs.StringVar(&p.baseURL, "base-url", env("MEMINDEX_BASE_URL", ""), "provider URL, e.g. a local OpenAI-compatible server; ollama defaults to OLLAMA_HOST (MEMINDEX_BASE_URL)")
 	fs.IntVar(&p.dims, "dims", envInt("MEMINDEX_DIMS", 0), "vector dimension; 0: 384 for builtin, the model's own otherwise (MEMINDEX_DIMS)")
+	fs.DurationVar(&p.timeout, "embed-timeout", 30*time.Second, "timeout of one provider request")
+	fs.IntVar(&p.retries, "embed-retries", envInt("MEMINDEX_EMBED_RETRIES", 5), "retries of one provider request on 429, 5xx and timeouts; -1: none (MEMINDEX_EMBED_RETRIES)")
 }
 
 // secret reads a key from the environment variable name, or from the file
@@ -55,7 +60,7 @@ func newEmbedder(p providerFlags) (embedder.Embedder, embedder.Info, error) {
 			base = def
 		}
 		c, err := embedder.NewSafeHTTPClient(base, 0)
-		return embedder.HTTPConfig{Client: c}, err
+		return embedder.HTTPConfig{Client: c, Timeout: p.timeout, MaxRetries: p.retries}, err
 	}
 	need := func(key, names string) error {
 		if key == "" {
