@@ -49,6 +49,9 @@ bench: build ## Go micro-benchmarks, then the end-to-end ingest and search bench
 	$(GO) test $(GOFLAGS_ALL) -run '^$$' -bench . -benchmem -count 5 ./chunker ./embedder ./store ./query
 	./$(BIN) bench
 
+eval: build ## retrieval quality on LoCoMo (needs ../shared/eval-data/locomo)
+	./$(BIN) eval
+
 fuzz: headers ## run each fuzz target for 20s
 	@for t in $$(grep -rhoE '^func Fuzz[A-Za-z0-9_]+' --include=*_test.go . | sed 's/func //'); do \
 	  pkg=$$(grep -rlE "^func $$t\(" --include=*_test.go . | xargs dirname); \
@@ -57,4 +60,4 @@ fuzz: headers ## run each fuzz target for 20s
 clean: ## remove build output (not ./data)
 	rm -rf bin .build
 
-.PHONY: help headers build run test test-short lint bench fuzz clean
+.PHONY: help headers build run test test-short lint bench eval fuzz clean
