@@ -9,6 +9,19 @@ type StatusResponse struct {
 	Embedder   EmbedderStatus    `json:"embedder"`
 	Partitions []PartitionStatus `json:"partitions"`
 	DLQ        uint64            `json:"dlq"`
+	// Switch reports a change of embedder in progress (nil when none): the
+	// old vectors serve while the new ones are built from the stream.
+	Switch *SwitchStatus `json:"switch,omitempty"`
+}
+
+// SwitchStatus describes a switch from one vector space (provider/model/
+// dims) to another.
+type SwitchStatus struct {
+	From       string  `json:"from"`
+	To         string  `json:"to"`
+	Partitions int     `json:"partitions"`
+	Switched   int     `json:"switched"` // partitions already served by the new vectors
+	Progress   float64 `json:"progress"` // share of the stream the new shards have applied
 }
 
 // EmbedderStatus describes the worker's embedder and its cache.

@@ -121,5 +121,9 @@ func StreamPartitions(sc jetstream.StreamConfig) (int, error) {
 	return strconv.Atoi(rest[:j])
 }
 
-// ConsumerName is the durable consumer name of partition p.
-func ConsumerName(p int) string { return "memindex-p" + strconv.Itoa(p) }
+// DefaultConsumerPrefix starts the durable consumer names of a worker's
+// partitions: memindex-p0, memindex-p1, ...
+const DefaultConsumerPrefix = "memindex"
+
+// ConsumerName is the durable consumer name of partition p under prefix.
+func ConsumerName(prefix string, p int) string { return prefix + "-p" + strconv.Itoa(p) }

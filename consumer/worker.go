@@ -32,6 +32,10 @@ const (
 type Config struct {
 	// Partitions are the partitions this worker owns.
 	Partitions []int
+	// ConsumerPrefix starts the durable consumer names (default
+	// DefaultConsumerPrefix). Two workers consuming the same partitions into
+	// different shards (a new vector set being built) need different ones.
+	ConsumerPrefix string
 	// BatchSize is the most events applied in one transaction.
 	BatchSize int
 	// BatchWait is how long to wait for more events once one has arrived.
@@ -59,6 +63,9 @@ type Config struct {
 func (c *Config) Validate() error {
 	if len(c.Partitions) == 0 {
 		return errors.New("config: no partitions to own")
+	}
+	if c.ConsumerPrefix == "" {
+		c.ConsumerPrefix = DefaultConsumerPrefix
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = 1000
@@ -156,7 +163,7 @@ func (w *Worker) Start(ctx context.Context) error {
 // positionConsumer (re)creates partition p's durable consumer so that it
 // delivers from applied+1: the shard, not the consumer, knows what is done.
 func (w *Worker) positionConsumer(ctx context.Context, p int, applied uint64) (jetstream.Consumer, error) {
-	name := ConsumerName(p)
+	name := ConsumerName(w.cfg.ConsumerPrefix, p)
 	if err := w.js.DeleteConsumer(ctx, memindex.StreamEvents, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, fmt.Errorf("reset consumer %s: %w", name, err)
 	}
@@ -451,4 +458,17 @@ func truncateReason(s string) string {
 		return s[:512]
 	}
 	return s
+}
+
+// DeleteConsumers removes the durable consumers of this worker's partitions,
+// for a worker that will not run again (its shards were replaced).
+func (w *Worker) DeleteConsumers(ctx context.Context) error {
+	var errs []error
+	for _, p := range w.parts {
+		err := w.js.DeleteConsumer(ctx, memindex.StreamEvents, ConsumerName(w.cfg.ConsumerPrefix, p.id))
+		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -202,7 +202,11 @@ func (e *Engine) vectorLeg(ctx context.Context, s Searcher, req memindex.SearchR
 	start := time.Now()
 	r.leg.Ran = true
 	defer func() { r.leg.TookMs = millis(time.Since(start)) }()
-	vec, err := e.embedQuery(ctx, req.Query)
+	emb := e.emb
+	if qe, ok := s.(QueryEmbedderer); ok {
+		emb = qe.QueryEmbedder()
+	}
+	vec, err := e.embedQuery(ctx, emb, req.Query)
 	if err != nil {
 		r.leg.Reason, r.skipped = err.Error(), true
 		return r
@@ -228,13 +232,21 @@ type coverageReporter interface {
 	VectorCoverage(ns string) (vectors, chunks int64)
 }
 
-func (e *Engine) embedQuery(ctx context.Context, query string) ([]float32, error) {
-	if e.emb == nil {
+// QueryEmbedderer is offered by a Searcher whose vectors come from another
+// embedder than the engine's (a shard still serving the previous model while
+// a new vector set is built): its queries are embedded with QueryEmbedder,
+// which may be nil when that embedder is not available (vector leg skipped).
+type QueryEmbedderer interface {
+	QueryEmbedder() embedder.Embedder
+}
+
+func (e *Engine) embedQuery(ctx context.Context, emb embedder.Embedder, query string) ([]float32, error) {
+	if emb == nil {
 		return nil, errors.New("no embedder configured")
 	}
 	ectx, cancel := context.WithTimeout(ctx, e.cfg.QueryEmbedTimeout)
 	defer cancel()
-	vecs, err := e.emb.Embed(ectx, embedder.Request{Texts: []string{query}, Kind: embedder.KindQuery})
+	vecs, err := emb.Embed(ectx, embedder.Request{Texts: []string{query}, Kind: embedder.KindQuery})
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return nil, fmt.Errorf("query embedding stopped: %v", ctx.Err())

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -300,4 +301,39 @@ func (s *Shard) check() error {
 		return ErrClosed
 	}
 	return nil
+}
+
+// ReadSpace returns the vector space and dimension recorded in the shard
+// file at path without opening it for writing; "" and 0 when the file does
+// not exist or records none.
+func ReadSpace(ctx context.Context, path string) (space string, dims int, err error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return "", 0, nil
+	}
+	db, err := sql.Open(driverName, dsn(path, "mode=ro&_busy_timeout=5000"))
+	if err != nil {
+		return "", 0, fmt.Errorf("read space: %w", err)
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `SELECT key, value FROM meta WHERE key IN ('space', 'dims')`)
+	if err != nil {
+		return "", 0, fmt.Errorf("read space of %s: %w", path, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		var v any
+		if err := rows.Scan(&k, &v); err != nil {
+			return "", 0, fmt.Errorf("read space of %s: %w", path, err)
+		}
+		switch k {
+		case "space":
+			space = fmt.Sprint(v)
+		case "dims":
+			if n, ok := v.(int64); ok {
+				dims = int(n)
+			}
+		}
+	}
+	return space, dims, rows.Err()
 }

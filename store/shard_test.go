@@ -180,3 +180,20 @@ func TestOpenRefusesAnotherVectorSpace(t *testing.T) {
 		t.Fatalf("Open with another space = %v, want ErrSpace", err)
 	}
 }
+
+func TestReadSpace(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	if sp, d, err := ReadSpace(ctx, path); sp != "" || d != 0 || err != nil {
+		t.Fatalf("ReadSpace(missing)=%q, %d, %v; want empty", sp, d, err)
+	}
+	s, err := Open(ctx, path, Config{Dims: testDims, Space: "builtin/hash-ngram-v1/8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, d, err := ReadSpace(ctx, path)
+	if sp != "builtin/hash-ngram-v1/8" || d != testDims || err != nil {
+		t.Fatalf("ReadSpace()=%q, %d, %v; want the space and %d", sp, d, err, testDims)
+	}
+	s.Close(ctx)
+}

@@ -232,7 +232,7 @@ type total struct{ messages, chunks int64 }
 
 func totals(ctx context.Context, n *node) total {
 	var t total
-	for _, sh := range n.shards {
+	for _, sh := range n.shardsNow() {
 		if st, err := sh.Stats(ctx); err == nil {
 			t.messages += st.Messages
 			t.chunks += st.Chunks
@@ -245,7 +245,7 @@ func totals(ctx context.Context, n *node) total {
 // namespace's shard: search latency does not depend on how chunks arrived.
 func fillNamespace(ctx context.Context, n *node, ns string, size int) error {
 	p := memindex.Partition(ns, n.cfg.partitions)
-	sh := n.shards[p]
+	sh := n.shardsNow()[p]
 	g := corpus.New(uint64(size))
 	const per = 1000
 	for off := 0; off < size; off += per {

@@ -94,7 +94,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for { // wait for every vector
 		if t := totals(ctx, n); t.messages >= int64(len(events)) {
 			waiting := int64(0)
-			for _, sh := range n.shards {
+			for _, sh := range n.shardsNow() {
 				st, _ := sh.Stats(ctx)
 				waiting += st.VectorsWaiting
 			}

@@ -59,7 +59,8 @@ func runRebuild(_ context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer release()
-	dir := filepath.Join(*data, "shards")
+	root := filepath.Join(*data, "shards")
+	dir := filepath.Join(root, readActive(root))
 	if *all {
 		matches, _ := filepath.Glob(filepath.Join(dir, "p*.db"))
 		for _, m := range matches {

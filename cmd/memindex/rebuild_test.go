@@ -37,7 +37,7 @@ func TestRebuildCommandAndDataLock(t *testing.T) {
 		}
 	}
 	counts := func(n *node) (msgs, chunks int64) {
-		for _, sh := range n.shards {
+		for _, sh := range n.shardsNow() {
 			st, err := sh.Stats(context.Background())
 			if err != nil {
 				t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -16,7 +18,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"memindex"
-	"memindex/chunker"
 	"memindex/consumer"
 	"memindex/embedder"
 	"memindex/query"
@@ -120,8 +121,13 @@ type node struct {
 	cache    *store.Cache
 	cached   *embedder.Cached
 	breaker  *embedder.Breaker // nil for the built-in embedder
-	shards   map[int]*store.Shard
-	worker   *consumer.Worker
+	// serving is the generation searches use; next, when not nil, is being
+	// built for another vector space (see generation.go). genMu guards both.
+	genMu    sync.RWMutex
+	serving  *generation
+	next     *generation
+	routes   []atomic.Pointer[route]
+	switched atomic.Int64
 	svc      *query.Service
 	url      string
 	closers  []func()
@@ -132,7 +138,7 @@ type node struct {
 // shards, the consumers and the micro service. On error it undoes what it
 // started.
 func startNode(ctx context.Context, c serveConfig, log *slog.Logger) (_ *node, err error) {
-	n := &node{cfg: c, log: log, shards: make(map[int]*store.Shard)}
+	n := &node{cfg: c, log: log}
 	defer func() {
 		if err != nil {
 			n.close()
@@ -183,55 +189,16 @@ func startNode(ctx context.Context, c serveConfig, log *slog.Logger) (_ *node, e
 	}
 	n.cached = embedder.NewCached(embedder.NewBatched(inner, embedder.PoolConfig{BatchSize: c.embedBatch, Concurrency: c.embedConc}), n.cache)
 
-	shardDir := filepath.Join(c.data, "shards")
-	if err := os.MkdirAll(shardDir, 0o755); err != nil {
-		return nil, fmt.Errorf("shard directory: %w", err)
-	}
-	n.closers = append(n.closers, func() {
-		for p, sh := range n.shards {
-			if err := sh.Close(context.Background()); err != nil {
-				log.Error("close shard", "partition", p, "err", err)
-			}
-		}
-	})
-	owned := make([]int, c.partitions)
-	seams := make(map[int]consumer.Shard, c.partitions)
-	for p := range c.partitions {
-		owned[p] = p
-		sh, err := store.Open(ctx, shardPath(shardDir, p), store.Config{Dims: info.Dims, Space: vectorSpace(info)})
-		if errors.Is(err, store.ErrDims) || errors.Is(err, store.ErrSpace) {
-			return nil, fmt.Errorf("partition %d: %w\n  the shards in %s hold vectors of another embedder; start with the embedder and --dims they were built with, or stop and run `memindex rebuild --all --data %s` to rebuild them from the stream with %s/%s (%d dims)",
-				p, err, shardDir, c.data, info.Provider, info.Model, info.Dims)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("partition %d: %w", p, err)
-		}
-		n.shards[p], seams[p] = sh, sh
-	}
-
-	n.worker, err = consumer.New(n.js, consumer.Config{
-		Partitions: owned,
-		BatchSize:  c.batch,
-		Chunker:    chunker.Config{BudgetTokens: c.chunkTokens, OverlapTokens: c.overlap},
-		// A remote provider gets a short inline budget: past it chunks commit
-		// without vectors and the backfill embeds them.
-		EmbedTimeout: map[bool]time.Duration{true: 5 * time.Second, false: 2 * time.Second}[info.Provider == "builtin"],
-		Logger:       log,
-	}, seams, n.cached)
-	if err != nil {
-		return nil, err
-	}
-	if err := n.worker.Start(sctx); err != nil {
+	if err := n.openGenerations(ctx, sctx, info); err != nil {
 		return nil, err
 	}
 
 	router := query.RouterFunc(func(ns string) (query.Searcher, int, error) {
 		p := memindex.Partition(ns, c.partitions)
-		sh, ok := n.shards[p]
-		if !ok {
+		if p >= len(n.routes) {
 			return nil, p, query.ErrNotOwned
 		}
-		return sh, p, nil
+		return n.routes[p].Load().searcher, p, nil
 	})
 	engine := query.NewEngine(query.EngineConfig{}, router, n.cached)
 	n.svc, err = query.NewService(n.nc, query.ServiceConfig{
@@ -249,17 +216,20 @@ func (n *node) status(ctx context.Context) memindex.StatusResponse {
 	info := n.cached.Info()
 	st := n.cached.Stats()
 	cs, _ := n.cache.Stats(ctx) // in-memory totals; only fails after Close
-	parts := n.worker.Status(ctx)
+	n.genMu.RLock()
+	serving := n.serving
+	n.genMu.RUnlock()
+	parts := serving.worker.Status(ctx)
 	var dlq uint64
 	for _, p := range parts {
 		dlq += p.DLQ
 	}
 	resp := memindex.StatusResponse{
-		Type: "status", Version: 1, Worker: n.cfg.worker, Ready: n.worker.Ready(),
+		Type: "status", Version: 1, Worker: n.cfg.worker, Ready: serving.worker.Ready(),
 		Embedder: memindex.EmbedderStatus{Provider: info.Provider, Model: info.Model, Dims: info.Dims,
 			CacheHits: st.Hits, CacheMisses: st.Misses, CacheEntries: cs.Entries, CacheBytes: cs.Bytes,
 			CacheMaxBytes: cs.MaxBytes, CacheEvictions: cs.Evictions},
-		Partitions: parts, DLQ: dlq,
+		Partitions: parts, DLQ: dlq, Switch: n.switchStatus(ctx),
 	}
 	if n.breaker != nil {
 		bs := n.breaker.State()
@@ -276,7 +246,25 @@ func (n *node) status(ctx context.Context) memindex.StatusResponse {
 // stops, the connection drains, shards and cache close, the embedded server
 // stops.
 func (n *node) run(ctx context.Context) error {
-	runErr := n.worker.Run(ctx)
+	n.serving.run(ctx)
+	switchDone := make(chan struct{})
+	if n.next != nil {
+		n.next.run(ctx)
+		go func() { defer close(switchDone); n.switchOver(ctx) }()
+	} else {
+		close(switchDone)
+	}
+	<-ctx.Done()
+	<-switchDone
+	n.genMu.RLock()
+	gens := []*generation{n.serving, n.next}
+	n.genMu.RUnlock()
+	var runErr error
+	for _, g := range gens {
+		if g != nil {
+			runErr = errors.Join(runErr, g.stop())
+		}
+	}
 	n.log.Info("intake stopped; shutting down")
 	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -1,0 +1,384 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"memindex"
+	"memindex/chunker"
+	"memindex/consumer"
+	"memindex/embedder"
+	"memindex/query"
+	"memindex/store"
+)
+
+// A generation is one set of shards in one vector space (embedder provider,
+// model, dimension) with the worker that fills them from the stream. A
+// worker started with another embedder than its shards were built with keeps
+// serving the old generation, with the old embedder for queries, while a new
+// generation is built from the stream in the background; each partition
+// switches to the new one when it has caught up, and the old one is removed.
+//
+// Layout: the shards of the first generation live in data/shards; later ones
+// in data/shards/g<N>; data/shards/ACTIVE names the serving one ("." or
+// "g<N>").
+type generation struct {
+	name   string // "." or "g<N>"
+	dir    string
+	space  string
+	dims   int
+	emb    embedder.Embedder // nil when that embedder cannot be built here
+	shards map[int]*store.Shard
+	worker *consumer.Worker
+	cancel context.CancelFunc
+	done   chan error
+}
+
+const activeFile = "ACTIVE"
+
+func readActive(root string) string {
+	b, err := os.ReadFile(filepath.Join(root, activeFile))
+	if err != nil {
+		return "."
+	}
+	if name := strings.TrimSpace(string(b)); name != "" {
+		return name
+	}
+	return "."
+}
+
+// writeActive records name as the serving generation (atomic rename).
+func writeActive(root, name string) error {
+	tmp := filepath.Join(root, activeFile+".tmp")
+	if err := os.WriteFile(tmp, []byte(name+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(root, activeFile))
+}
+
+func consumerPrefix(name string) string {
+	if name == "." {
+		return consumer.DefaultConsumerPrefix
+	}
+	return consumer.DefaultConsumerPrefix + "-" + name
+}
+
+// generationSpace reads the vector space a generation's shard files hold.
+func generationSpace(ctx context.Context, dir string, partitions int) (string, int, error) {
+	for p := range partitions {
+		sp, dims, err := store.ReadSpace(ctx, shardPath(dir, p))
+		if err != nil || sp != "" {
+			return sp, dims, err
+		}
+	}
+	return "", 0, nil
+}
+
+// nextGeneration names the generation to build for space: an unfinished one
+// already building it, or a new g<N>.
+func nextGeneration(ctx context.Context, root string, partitions int, space string) (string, error) {
+	entries, _ := os.ReadDir(root)
+	highest := 1
+	var names []string
+	for _, e := range entries {
+		if n, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "g")); e.IsDir() && strings.HasPrefix(e.Name(), "g") && err == nil {
+			names = append(names, e.Name())
+			highest = max(highest, n)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		sp, _, err := generationSpace(ctx, filepath.Join(root, name), partitions)
+		if err != nil {
+			return "", err
+		}
+		if sp == space {
+			return name, nil
+		}
+	}
+	return "g" + strconv.Itoa(highest+1), nil
+}
+
+// parseSpace turns a recorded vector space back into provider settings.
+func parseSpace(space string) (providerFlags, error) {
+	base := ""
+	if i := strings.Index(space, "@"); i >= 0 {
+		space, base = space[:i], space[i+1:]
+	}
+	parts := strings.Split(space, "/")
+	if len(parts) < 3 {
+		return providerFlags{}, fmt.Errorf("vector space %q is not provider/model/dims", space)
+	}
+	dims, err := strconv.Atoi(parts[len(parts)-1])
+	if err != nil {
+		return providerFlags{}, fmt.Errorf("vector space %q: %w", space, err)
+	}
+	return providerFlags{name: parts[0], model: strings.Join(parts[1:len(parts)-1], "/"), baseURL: base, dims: dims}, nil
+}
+
+// openGeneration opens the shards of a generation and its worker (started
+// at the applied sequence of each shard, not yet running).
+func (n *node) openGeneration(ctx context.Context, name, space string, dims int, emb embedder.Embedder, ingest embedder.Embedder, embedTimeout time.Duration) (_ *generation, err error) {
+	c := n.cfg
+	g := &generation{name: name, dir: filepath.Join(n.shardRoot(), name), space: space, dims: dims, emb: emb, shards: map[int]*store.Shard{}}
+	defer func() {
+		if err != nil {
+			g.closeShards(n)
+		}
+	}()
+	if err := os.MkdirAll(g.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("shard directory: %w", err)
+	}
+	owned := make([]int, c.partitions)
+	seams := make(map[int]consumer.Shard, c.partitions)
+	for p := range c.partitions {
+		owned[p] = p
+		sh, err := store.Open(ctx, shardPath(g.dir, p), store.Config{Dims: dims, Space: space})
+		if err != nil {
+			return nil, fmt.Errorf("partition %d: %w", p, err)
+		}
+		g.shards[p], seams[p] = sh, sh
+	}
+	g.worker, err = consumer.New(n.js, consumer.Config{
+		Partitions:     owned,
+		ConsumerPrefix: consumerPrefix(name),
+		BatchSize:      c.batch,
+		Chunker:        chunker.Config{BudgetTokens: c.chunkTokens, OverlapTokens: c.overlap},
+		EmbedTimeout:   embedTimeout,
+		Logger:         n.log.With("generation", name),
+	}, seams, ingest)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.worker.Start(ctx); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// run runs the generation's worker until stop or ctx ends.
+func (g *generation) run(ctx context.Context) {
+	ctx, g.cancel = context.WithCancel(ctx)
+	g.done = make(chan error, 1)
+	go func() { g.done <- g.worker.Run(ctx) }()
+}
+
+// stop ends the worker after it committed its batch in hand.
+func (g *generation) stop() error {
+	if g.cancel == nil {
+		return nil
+	}
+	g.cancel()
+	return <-g.done
+}
+
+func (g *generation) closeShards(n *node) {
+	for p, sh := range g.shards {
+		if err := sh.Close(context.Background()); err != nil {
+			n.log.Error("close shard", "generation", g.name, "partition", p, "err", err)
+		}
+	}
+}
+
+// spaceShard is a shard of the generation still serving while another is
+// built: its queries are embedded with the embedder its vectors came from.
+type spaceShard struct {
+	*store.Shard
+	emb embedder.Embedder
+}
+
+// QueryEmbedder returns the embedder of the shard's vector space.
+func (s spaceShard) QueryEmbedder() embedder.Embedder { return s.emb }
+
+// route is what one partition's searches go to.
+type route struct{ searcher query.Searcher }
+
+func (n *node) setRoute(p int, g *generation) {
+	var s query.Searcher = g.shards[p]
+	if g != n.newest() {
+		s = spaceShard{Shard: g.shards[p], emb: g.emb}
+	}
+	n.routes[p].Store(&route{searcher: s})
+}
+
+func (n *node) newest() *generation {
+	if n.next != nil {
+		return n.next
+	}
+	return n.serving
+}
+
+// switchOver moves each partition to the new generation once it has caught
+// up with the serving one and holds every vector, then retires the old
+// generation. It returns when the switch is complete or ctx ends.
+func (n *node) switchOver(ctx context.Context) {
+	done := make(map[int]bool)
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for len(done) < n.cfg.partitions {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for p := range n.cfg.partitions {
+			if done[p] {
+				continue
+			}
+			oldApplied, _ := n.serving.worker.Applied(p)
+			newApplied, _ := n.next.worker.Applied(p)
+			st, err := n.next.shards[p].Stats(ctx)
+			if err != nil || newApplied < oldApplied || st.VectorsWaiting > 0 {
+				continue
+			}
+			n.setRoute(p, n.next)
+			done[p] = true
+			n.switched.Add(1)
+			n.log.Info("partition switched to the new vector space", "partition", p, "generation", n.next.name, "space", n.next.space)
+		}
+	}
+	// Searches that started on the old shards finish before they close.
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(2 * time.Second):
+	}
+	old := n.serving
+	if err := old.stop(); err != nil {
+		n.log.Error("stop the old generation's worker", "err", err)
+	}
+	_ = old.worker.DeleteConsumers(context.Background())
+	if err := writeActive(n.shardRoot(), n.next.name); err != nil {
+		n.log.Error("record the serving generation", "err", err)
+		return
+	}
+	n.genMu.Lock()
+	n.serving, n.next = n.next, nil
+	n.genMu.Unlock()
+	old.closeShards(n)
+	for p := range n.cfg.partitions {
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			if err := os.Remove(shardPath(old.dir, p) + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+				n.log.Warn("remove an old shard file", "path", shardPath(old.dir, p)+suffix, "err", err)
+			}
+		}
+	}
+	if old.name != "." {
+		_ = os.Remove(old.dir)
+	}
+	n.log.Info("vector space switch complete", "space", n.serving.space, "generation", n.serving.name)
+}
+
+// switchStatus reports a switch in progress, or nil.
+func (n *node) switchStatus(ctx context.Context) *memindex.SwitchStatus {
+	n.genMu.RLock()
+	old, next := n.serving, n.next
+	n.genMu.RUnlock()
+	if next == nil {
+		return nil
+	}
+	var oldSum, newSum uint64
+	for p := range n.cfg.partitions {
+		a, _ := old.worker.Applied(p)
+		b, _ := next.worker.Applied(p)
+		oldSum, newSum = oldSum+a, newSum+min(a, b)
+	}
+	progress := 1.0
+	if oldSum > 0 {
+		progress = float64(newSum) / float64(oldSum)
+	}
+	return &memindex.SwitchStatus{From: old.space, To: next.space, Partitions: n.cfg.partitions,
+		Switched: int(n.switched.Load()), Progress: progress}
+}
+
+func (n *node) shardRoot() string { return filepath.Join(n.cfg.data, "shards") }
+
+// openGenerations opens the serving generation and, when the configured
+// embedder's vector space differs from the one the shards hold, a new one
+// to build; it sets each partition's route.
+func (n *node) openGenerations(ctx, sctx context.Context, info embedder.Info) error {
+	root := n.shardRoot()
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("shard directory: %w", err)
+	}
+	n.closers = append(n.closers, func() {
+		n.genMu.RLock()
+		defer n.genMu.RUnlock()
+		for _, g := range []*generation{n.serving, n.next} {
+			if g != nil {
+				g.closeShards(n)
+			}
+		}
+	})
+	space := vectorSpace(info)
+	timeout := map[bool]time.Duration{true: 5 * time.Second, false: 2 * time.Second}[info.Provider == "builtin"]
+	active := readActive(root)
+	oldSpace, oldDims, err := generationSpace(ctx, filepath.Join(root, active), n.cfg.partitions)
+	if err != nil {
+		return err
+	}
+	if oldSpace == "" || oldSpace == space {
+		if n.serving, err = n.openGeneration(sctx, active, space, info.Dims, n.cached, n.cached, timeout); err != nil {
+			return err
+		}
+	} else {
+		// Another embedder built the shards: they keep serving, with that
+		// embedder for queries when it can be built here, while the new
+		// generation is filled from the stream.
+		var oldEmb embedder.Embedder
+		var oldIngest embedder.Embedder = embedder.Func{
+			EmbedFunc: func(context.Context, embedder.Request) ([][]float32, error) {
+				return nil, fmt.Errorf("the previous embedder (%s) is not available here", oldSpace)
+			},
+			Desc: embedder.Info{Provider: "unavailable", Dims: oldDims},
+		}
+		if pf, perr := parseSpace(oldSpace); perr == nil {
+			pf.timeout, pf.retries = n.cfg.provider.timeout, n.cfg.provider.retries
+			if e, _, eerr := newEmbedder(pf); eerr == nil {
+				c := embedder.NewCached(embedder.NewBatched(e, embedder.PoolConfig{BatchSize: n.cfg.embedBatch, Concurrency: n.cfg.embedConc}), n.cache)
+				oldEmb, oldIngest = c, c
+			} else {
+				n.log.Warn("the previous embedder cannot be built; its shards serve keywords only until the switch", "space", oldSpace, "err", eerr)
+			}
+		}
+		if n.serving, err = n.openGeneration(sctx, active, oldSpace, oldDims, oldEmb, oldIngest, timeout); err != nil {
+			return err
+		}
+		name, err := nextGeneration(ctx, root, n.cfg.partitions, space)
+		if err != nil {
+			return err
+		}
+		if n.next, err = n.openGeneration(sctx, name, space, info.Dims, n.cached, n.cached, timeout); err != nil {
+			return err
+		}
+		n.log.Info("embedder changed: serving the old vectors while a new vector set is built from the stream",
+			"from", oldSpace, "to", space, "generation", name)
+	}
+	n.routes = make([]atomic.Pointer[route], n.cfg.partitions)
+	for p := range n.cfg.partitions {
+		n.setRoute(p, n.serving)
+	}
+	return nil
+}
+
+// shardsNow returns the serving generation's shards.
+func (n *node) shardsNow() map[int]*store.Shard {
+	n.genMu.RLock()
+	defer n.genMu.RUnlock()
+	return n.serving.shards
+}
+
+// switching reports whether a new vector set is being built.
+func (n *node) switching() bool {
+	n.genMu.RLock()
+	defer n.genMu.RUnlock()
+	return n.next != nil
+}
