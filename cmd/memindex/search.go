@@ -123,6 +123,10 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		e := s.Embedder
 		fmt.Fprintf(stdout, "worker %s: %s; embedder %s/%s (%d dims); %d dead letters\n", s.Worker, ready, e.Provider, e.Model, e.Dims, s.DLQ)
+		if sw := s.Switch; sw != nil {
+			fmt.Fprintf(stdout, "embedder change in progress: %s -> %s, %d of %d partitions switched, new vectors built for %.0f%% of the stream\n",
+				sw.From, sw.To, sw.Switched, sw.Partitions, 100*sw.Progress)
+		}
 		if e.Breaker != "" {
 			fmt.Fprintf(stdout, "provider circuit breaker: %s (opened %d times) %s\n", e.Breaker, e.BreakerOpens, e.BreakerOpenUntil)
 		}
