@@ -9,6 +9,13 @@
 // changes only its last chunk and the ones after, and a session can be
 // re-chunked from the start of its last stored chunk (see Session).
 //
+// It also splits markdown files into sections (see Markdown): cut at ATX
+// headings outside fenced code blocks, each section labelled with its heading
+// path, and a section over the character budget split between paragraphs and
+// code blocks, with overlapping whole lines, never inside a code block. A
+// section is a range of the file's lines (or a piece of one over-long line),
+// so callers can cite it by line numbers.
+//
 // It must not do I/O, log, keep global state, know about embeddings, NATS or
 // SQLite, or import anything beyond the standard library. Its output is a
 // deterministic function of its input: the same messages, config and scope
