@@ -126,3 +126,35 @@ func remoteError(msg *nats.Msg) error {
 	}
 	return e
 }
+
+// Read asks the worker that owns req.Namespace for a session's messages
+// from req.From on (see memindex.ReadRequest). Errors are as for Search.
+func (c *Client) Read(ctx context.Context, req memindex.ReadRequest) (memindex.ReadResponse, error) {
+	var resp memindex.ReadResponse
+	if !memindex.ValidNamespace(req.Namespace) {
+		return resp, fmt.Errorf("read: %w", &memindex.FieldError{Field: "namespace", Reason: fmt.Sprintf("%q is not 1-64 characters of [A-Za-z0-9_-]", req.Namespace), Err: memindex.ErrInvalid})
+	}
+	data, err := json.Marshal(req)
+	if err != nil {
+		return resp, fmt.Errorf("read %s: encode request: %w", req.Namespace, err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultRequestTimeout)
+		defer cancel()
+	}
+	msg, err := c.nc.RequestWithContext(ctx, memindex.ReadSubject(req.Namespace), data)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return resp, fmt.Errorf("read %s: %w", req.Namespace, ErrNoWorker)
+	case err != nil:
+		return resp, fmt.Errorf("read %s: %w", req.Namespace, err)
+	}
+	if rerr := remoteError(msg); rerr != nil {
+		return resp, rerr
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return resp, fmt.Errorf("read %s: decode response: %w", req.Namespace, err)
+	}
+	return resp, nil
+}

@@ -146,6 +146,11 @@ func NewService(nc *nats.Conn, cfg ServiceConfig, e *Engine, status StatusFunc) 
 		cancel()
 		return nil, errors.Join(fmt.Errorf("add search endpoint: %w", err), svc.Stop())
 	}
+	if err := svc.AddEndpoint("read", micro.HandlerFunc(s.handleRead),
+		micro.WithEndpointSubject(memindex.ReadSubjectPrefix+".*")); err != nil {
+		cancel()
+		return nil, errors.Join(fmt.Errorf("add read endpoint: %w", err), svc.Stop())
+	}
 	if err := svc.AddEndpoint("status", micro.HandlerFunc(s.handleStatus),
 		micro.WithEndpointSubject(memindex.StatusSubject), micro.WithEndpointQueueGroupDisabled()); err != nil {
 		cancel()
@@ -280,6 +285,40 @@ func (s *Service) search(ctx context.Context, req memindex.SearchRequest) (resp 
 		}
 	}()
 	return s.eng.Search(ctx, req)
+}
+
+// handleRead answers a read request inline: it is one indexed SQLite
+// range read, bounded by memindex.MaxReadCount messages.
+func (s *Service) handleRead(r micro.Request) {
+	if r.Reply() == "" {
+		return
+	}
+	var req memindex.ReadRequest
+	data := r.Data()
+	switch {
+	case len(data) > memindex.MaxRequestSize:
+		respondError(r, wireErr(memindex.ErrTooLarge, "read request is %d bytes, over the limit of %d", len(data), memindex.MaxRequestSize))
+		return
+	case json.Unmarshal(data, &req) != nil:
+		respondError(r, wireErr(memindex.ErrInvalid, `read request is not a JSON object like {"sessionKey":"chat","sessionId":"s1","from":1,"count":20}`))
+		return
+	}
+	ns := strings.TrimPrefix(r.Subject(), memindex.ReadSubjectPrefix+".")
+	switch {
+	case req.Namespace == "":
+		req.Namespace = ns
+	case req.Namespace != ns:
+		respondError(r, fmt.Errorf("invalid read request: %w", &memindex.FieldError{Field: "namespace", Reason: fmt.Sprintf("%q differs from the subject's namespace %q", req.Namespace, ns), Err: memindex.ErrInvalid}))
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, searchTimeout)
+	defer cancel()
+	resp, err := s.eng.Read(ctx, req)
+	if err != nil {
+		respondError(r, err)
+		return
+	}
+	_ = r.RespondJSON(resp)
 }
 
 func (s *Service) handleStatus(r micro.Request) {

@@ -81,6 +81,17 @@ func TestCLIPublishSearchStatusDLQ(t *testing.T) {
 		t.Fatalf("search output %q, want the hit's session", human)
 	}
 
+	var rd memindex.ReadResponse
+	readOut := run(func(b *bytes.Buffer) error {
+		return runRead(ctx, append(srv, "--namespace", "demo", "--session", "chat", "--session-id", "s1", "--from", "2", "--count", "5", "--json"), b)
+	})
+	if err := json.Unmarshal([]byte(readOut), &rd); err != nil || len(rd.Messages) != 1 || rd.Messages[0].Seq != 2 || rd.Messages[0].Speaker != "Ben" {
+		t.Fatalf("read --from 2 --json = %s (%v), want message 2 by Ben", readOut, err)
+	}
+	if err := runRead(ctx, append(srv, "--namespace", "demo", "--session", "chat", "--session-id", "s1", "--count", "9999"), &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "count") {
+		t.Fatalf("read --count 9999 = %v, want an error naming count", err)
+	}
+
 	var ds []consumer.DeadLetter
 	listed := run(func(b *bytes.Buffer) error {
 		return runDLQ(ctx, append([]string{"list"}, append(srv, "--json")...), nil, b)

@@ -18,6 +18,8 @@ Usage:
   memindex serve   [flags]                 run a worker (embedded NATS unless --server is set)
   memindex publish --namespace NS FILE     publish JSONL events (FILE or - for stdin)
   memindex search  --namespace NS "text"   hybrid search over NATS
+  memindex read    --namespace NS --session KEY --session-id ID [--from N]
+                                           a session's messages by seq range
   memindex status                          ask the running workers how they are
   memindex dlq list|show SEQ|replay SEQ    see and re-publish dead-lettered events
   memindex rebuild --partition N | --all   drop shards of a stopped worker; the next serve rebuilds them from the stream
@@ -48,6 +50,8 @@ func main() {
 		err = runPublish(ctx, args, os.Stdin, os.Stdout, os.Stderr)
 	case "search":
 		err = runSearch(ctx, args, os.Stdout)
+	case "read":
+		err = runRead(ctx, args, os.Stdout)
 	case "status":
 		err = runStatus(ctx, args, os.Stdout)
 	case "dlq":

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/nats-io/nats.go"
+
+	"memindex"
+	"memindex/query"
+)
+
+func runRead(ctx context.Context, args []string, stdout io.Writer) error {
+	var conn connFlags
+	fs := newFlagSet("read", "--namespace NS --session KEY --session-id ID [--from SEQ] [--count N]")
+	conn.register(fs, nats.DefaultURL)
+	var req memindex.ReadRequest
+	fs.StringVar(&req.Namespace, "namespace", env("MEMINDEX_NAMESPACE", ""), "namespace (MEMINDEX_NAMESPACE)")
+	fs.StringVar(&req.SessionKey, "session", "", "sessionKey")
+	fs.StringVar(&req.SessionID, "session-id", "", "sessionId")
+	fs.Int64Var(&req.From, "from", 1, "first message seq")
+	fs.IntVar(&req.Count, "count", memindex.DefaultReadCount, fmt.Sprintf("messages to return (at most %d)", memindex.MaxReadCount))
+	asJSON := fs.Bool("json", false, "print the response as JSON")
+	if _, err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	if err := req.Normalize(); err != nil {
+		return err
+	}
+	nc, err := conn.connect("memindex read")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(ctx, conn.timeout)
+	defer cancel()
+	resp, err := query.NewClient(nc).Read(ctx, req)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(resp)
+	}
+	for _, m := range resp.Messages {
+		who := m.Speaker
+		if who == "" {
+			who = m.Role
+		}
+		fmt.Fprintf(stdout, "%4d  %s  %s: %s\n", m.Seq, m.Timestamp, who, m.Text)
+	}
+	if resp.More {
+		last := req.From
+		if n := len(resp.Messages); n > 0 {
+			last = resp.Messages[n-1].Seq
+		}
+		fmt.Fprintf(stdout, "… more from seq %d (--from %d)\n", last+1, last+1)
+	}
+	return nil
+}
