@@ -28,11 +28,11 @@ func decodeMsg(subject string, data []byte, stored time.Time) (memindex.Event, e
 		return e, fmt.Errorf("field namespace: %q but published on the subject of namespace %q: %w", e.Namespace, ns, ErrWrongNamespace)
 	}
 	switch e.Type {
-	case memindex.TypeMessage, memindex.TypeSessionDeleted:
+	case memindex.TypeMessage, memindex.TypeSessionDeleted, memindex.TypeFileUpserted, memindex.TypeFileDeleted:
 	default:
 		return e, fmt.Errorf("event type %q is not handled by this worker version: %w", e.Type, memindex.ErrUnsupported)
 	}
-	if e.Type == memindex.TypeMessage && e.Timestamp == "" {
+	if (e.Type == memindex.TypeMessage || e.Type == memindex.TypeFileUpserted) && e.Timestamp == "" {
 		e.Timestamp = stored.UTC().Format(time.RFC3339Nano)
 	}
 	return e, nil

@@ -2,6 +2,8 @@ package consumer
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -25,10 +27,13 @@ type planner struct {
 	sessions map[store.SessionRef]*sessionPlan
 	order    []store.SessionRef
 	deletes  []store.SessionRef
+	// files holds the last event of each memory file in the batch.
+	files     map[store.FileRef]memindex.Event
+	fileOrder []store.FileRef
 }
 
 func newPlanner() *planner {
-	return &planner{sessions: make(map[store.SessionRef]*sessionPlan)}
+	return &planner{sessions: make(map[store.SessionRef]*sessionPlan), files: make(map[store.FileRef]memindex.Event)}
 }
 
 func (p *planner) add(e memindex.Event) {
@@ -49,6 +54,12 @@ func (p *planner) add(e memindex.Event) {
 			Namespace: e.Namespace, SessionKey: e.SessionKey, SessionID: e.SessionID,
 			Seq: e.Seq, ID: e.ID, Role: e.Role, Speaker: e.Speaker, Text: text, Time: e.Time(),
 		}
+	case memindex.TypeFileUpserted, memindex.TypeFileDeleted:
+		ref := store.FileRef{Namespace: e.Namespace, Path: e.Path}
+		if _, ok := p.files[ref]; !ok {
+			p.fileOrder = append(p.fileOrder, ref)
+		}
+		p.files[ref] = e // the last event of a file wins
 	case memindex.TypeSessionDeleted:
 		del := store.SessionRef{Namespace: e.Namespace, SessionKey: e.SessionKey, SessionID: e.SessionID}
 		p.deletes = append(p.deletes, del)
@@ -66,17 +77,11 @@ func (p *planner) add(e memindex.Event) {
 // stored state is gone by the time its messages apply.
 func (p *planner) deletedBefore(sp *sessionPlan) bool { return sp.reset }
 
-// newChunk is a chunk the batch inserts, not yet stored, that needs a vector.
-type newChunk struct {
-	session int // index into Batch.Rechunk
-	index   int // index into its Chunks
-}
-
 // build reads each touched session's stored tail from sh, re-chunks it with
 // the new messages, and returns the batch with the chunks that need vectors.
-func (p *planner) build(ctx context.Context, sh Shard, cc chunker.Config, seq uint64) (store.Batch, []newChunk, error) {
+func (p *planner) build(ctx context.Context, sh Shard, cc chunker.Config, mc chunker.MarkdownConfig, seq uint64) (store.Batch, []*store.Chunk, error) {
 	b := store.Batch{Seq: seq, DeleteSessions: p.deletes}
-	var fresh []newChunk
+	var fresh []*store.Chunk
 	for _, ref := range p.order {
 		sp := p.sessions[ref]
 		if len(sp.msgs) == 0 {
@@ -110,9 +115,6 @@ func (p *planner) build(ctx context.Context, sh Shard, cc chunker.Config, seq ui
 		}
 		sc := store.SessionChunks{Session: ref, From: from, Chunks: make([]store.Chunk, 0, len(chunks))}
 		for _, c := range chunks {
-			if !known[c.ID] {
-				fresh = append(fresh, newChunk{session: len(b.Rechunk), index: len(sc.Chunks)})
-			}
 			sc.Chunks = append(sc.Chunks, store.Chunk{
 				ID: c.ID, Namespace: ref.Namespace, Source: memindex.SourceSessions,
 				SessionKey: ref.SessionKey, SessionID: ref.SessionID,
@@ -120,7 +122,43 @@ func (p *planner) build(ctx context.Context, sh Shard, cc chunker.Config, seq ui
 				TimeStart: c.TimeStart, TimeEnd: c.TimeEnd,
 			})
 		}
+		for i := range sc.Chunks {
+			if !known[sc.Chunks[i].ID] {
+				fresh = append(fresh, &sc.Chunks[i])
+			}
+		}
 		b.Rechunk = append(b.Rechunk, sc)
+	}
+	for _, ref := range p.fileOrder {
+		e := p.files[ref]
+		if e.Type == memindex.TypeFileDeleted {
+			b.DeleteFiles = append(b.DeleteFiles, ref)
+			continue
+		}
+		hash := e.ContentHash
+		if hash == "" {
+			sum := sha256.Sum256([]byte(e.Content))
+			hash = hex.EncodeToString(sum[:])
+		}
+		if stored, ok, err := sh.FileHash(ctx, ref.Namespace, ref.Path); err != nil {
+			return b, nil, fmt.Errorf("plan file %q: %w", ref.Path, err)
+		} else if ok && stored == hash {
+			continue // unchanged: a no-op
+		}
+		fu := store.FileUpsert{Namespace: ref.Namespace, Path: ref.Path, DirPath: e.DirPath, Hash: hash, Content: e.Content}
+		for _, sec := range chunker.Markdown(mc, ref.Namespace+"\x00"+ref.Path, e.Content) {
+			text := sec.Text
+			if sec.Heading != "" && !strings.HasPrefix(strings.TrimSpace(text), "#") {
+				text = sec.Heading + "\n" + text // the heading path gives a split section its context
+			}
+			fu.Chunks = append(fu.Chunks, store.Chunk{ID: sec.ID, Namespace: ref.Namespace, Source: memindex.SourceFiles,
+				Path: ref.Path, DirPath: e.DirPath, SeqStart: int64(sec.LineStart), SeqEnd: int64(sec.LineEnd), Text: text,
+				TimeStart: e.Time(), TimeEnd: e.Time()})
+		}
+		for i := range fu.Chunks {
+			fresh = append(fresh, &fu.Chunks[i])
+		}
+		b.Files = append(b.Files, fu)
 	}
 	return b, fresh, nil
 }

@@ -55,7 +55,7 @@ func TestPlanAnyArrivalOrderGivesTheCleanChunking(t *testing.T) {
 			}
 			order = order[size:]
 			applied++
-			b, _, err := pl.build(ctx, sh, cc, applied)
+			b, _, err := pl.build(ctx, sh, cc, chunker.MarkdownConfig{}.WithDefaults(), applied)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,4 +16,5 @@ type Shard interface {
 	PendingVectors(ctx context.Context, limit int) ([]store.PendingChunk, error)
 	SetVectors(ctx context.Context, vs []store.ChunkVector) (int, error)
 	Stats(ctx context.Context) (store.Stats, error)
+	FileHash(ctx context.Context, ns, path string) (string, bool, error)
 }

@@ -42,6 +42,8 @@ type Config struct {
 	BatchWait time.Duration
 	// Chunker configures session windows.
 	Chunker chunker.Config
+	// Markdown configures memory file sections.
+	Markdown chunker.MarkdownConfig
 	// EmbedTimeout bounds inline embedding of a batch's new chunks; past it
 	// the chunks commit without vectors and the backfill embeds them later.
 	EmbedTimeout time.Duration
@@ -78,6 +80,10 @@ func (c *Config) Validate() error {
 	}
 	c.Chunker = c.Chunker.WithDefaults()
 	if err := c.Chunker.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	c.Markdown = c.Markdown.WithDefaults()
+	if err := c.Markdown.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	if c.EmbedTimeout == 0 {
@@ -367,22 +373,20 @@ func ackBatch(msgs []jetstream.Msg, dead []deadLetter) error {
 }
 
 func (w *Worker) commit(ctx context.Context, p *partition, pl *planner, last uint64) error {
-	b, fresh, err := pl.build(ctx, p.shard, w.cfg.Chunker, last)
+	b, fresh, err := pl.build(ctx, p.shard, w.cfg.Chunker, w.cfg.Markdown, last)
 	if err != nil {
 		return err
 	}
 	if len(fresh) > 0 && time.Now().UnixNano() >= w.inlineOffUntil.Load() {
-		w.embedInline(ctx, b, fresh)
+		w.embedInline(ctx, fresh)
 	}
 	if _, err := p.shard.Apply(ctx, b); err != nil {
 		return err
 	}
-	for _, sc := range b.Rechunk {
-		for _, c := range sc.Chunks {
-			if c.Vector == nil {
-				p.kickBackfill()
-				return nil
-			}
+	for _, c := range fresh {
+		if c.Vector == nil {
+			p.kickBackfill()
+			break
 		}
 	}
 	return nil
@@ -391,10 +395,10 @@ func (w *Worker) commit(ctx context.Context, p *partition, pl *planner, last uin
 // embedInline gives the batch's new chunks their vectors when the embedder
 // answers within EmbedTimeout; otherwise they commit without and wait for
 // the backfill. Ingestion never waits longer on the provider.
-func (w *Worker) embedInline(ctx context.Context, b store.Batch, fresh []newChunk) {
+func (w *Worker) embedInline(ctx context.Context, fresh []*store.Chunk) {
 	texts := make([]string, len(fresh))
-	for i, f := range fresh {
-		texts[i] = b.Rechunk[f.session].Chunks[f.index].Text
+	for i, c := range fresh {
+		texts[i] = c.Text
 	}
 	ectx, cancel := context.WithTimeout(ctx, w.cfg.EmbedTimeout)
 	defer cancel()
@@ -407,8 +411,8 @@ func (w *Worker) embedInline(ctx context.Context, b store.Batch, fresh []newChun
 		w.log.Warn("embed batch; chunks wait for the backfill, inline embedding paused", attrCount, len(texts), attrErr, err, "pause", w.cfg.InlineCooloff)
 		return
 	}
-	for i, f := range fresh {
-		b.Rechunk[f.session].Chunks[f.index].Vector = vecs[i]
+	for i, c := range fresh {
+		c.Vector = vecs[i]
 	}
 }
 

@@ -123,7 +123,8 @@ func (e *Engine) Search(ctx context.Context, req memindex.SearchRequest) (memind
 	}
 
 	after, before := req.TimeRange()
-	filter := store.Filter{SessionKey: req.SessionKey, SessionID: req.SessionID, After: after, Before: before}
+	filter := store.Filter{SessionKey: req.SessionKey, SessionID: req.SessionID, After: after, Before: before,
+		Sources: req.Sources, DirPath: req.DirPath}
 	limit := max(req.K*e.cfg.CandidateFactor, MinCandidates)
 
 	vec := legResult{leg: memindex.Leg{Reason: "not run in " + req.Mode + " mode"}}
@@ -389,6 +390,11 @@ func hit(rec store.ChunkRecord, f Fused, snippet string, explain bool, fusion st
 		SeqStart:   rec.SeqStart,
 		SeqEnd:     rec.SeqEnd,
 		MessageIDs: rec.MessageIDs,
+	}
+	if h.Source == memindex.SourceFiles {
+		// A file section: its lines, not message seqs.
+		h.Path, h.LineStart, h.LineEnd = rec.Path, int(rec.SeqStart), int(rec.SeqEnd)
+		h.SeqStart, h.SeqEnd = 0, 0
 	}
 	if !rec.TimeEnd.IsZero() {
 		h.Timestamp = rec.TimeEnd.UTC().Format(time.RFC3339)

@@ -22,15 +22,20 @@ const (
 	sqlSelectTail            = `SELECT rowid, id, text, has_vector FROM chunks
 		WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq_start >= ?`
 	sqlDeleteChunk = `DELETE FROM chunks WHERE rowid = ?`
-	sqlInsertChunk = `INSERT INTO chunks(id, namespace, source, session_key, session_id, seq_start, seq_end, part, text, ts_start, ts_end, has_vector, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, unixepoch()) ON CONFLICT(id) DO NOTHING`
+	sqlInsertChunk = `INSERT INTO chunks(id, namespace, source, session_key, session_id, seq_start, seq_end, part, text, ts_start, ts_end, has_vector, created_at, path, dir_path)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, unixepoch(), ?, ?) ON CONFLICT(id) DO NOTHING`
+	sqlDeleteFileChunks = `DELETE FROM chunks WHERE namespace = ? AND path = ? AND source = 'files' RETURNING rowid, text, has_vector`
+	sqlDeleteFile       = `DELETE FROM files WHERE namespace = ? AND path = ?`
+	sqlUpsertFile       = `INSERT INTO files(namespace, path, dir_path, content_hash, content, updated_at) VALUES (?, ?, ?, ?, ?, unixepoch())
+		ON CONFLICT(namespace, path) DO UPDATE SET dir_path = excluded.dir_path, content_hash = excluded.content_hash,
+		content = excluded.content, updated_at = excluded.updated_at`
 	sqlFTSInsert   = `INSERT INTO chunks_fts(rowid, text, ns) VALUES (?, ?, ?)`
 	sqlFTSDelete   = `INSERT INTO chunks_fts(chunks_fts, rowid, text, ns) VALUES ('delete', ?, ?, ?)`
 	sqlVecInsert   = `INSERT INTO vec_chunks(rowid, embedding) VALUES (?, ?)`
 	sqlVecDelete   = `DELETE FROM vec_chunks WHERE rowid = ?`
 	sqlSetHasVec   = `UPDATE chunks SET has_vector = 1 WHERE rowid = ?`
 	sqlSetSeq      = `UPDATE meta SET value = max(value, ?) WHERE key = 'applied_seq'`
-	sqlChunkVecRow = `SELECT id, namespace, session_key, session_id, ts_start, ts_end FROM chunks WHERE rowid = ?`
+	sqlChunkVecRow = `SELECT id, namespace, session_key, session_id, ts_start, ts_end, source, dir_path FROM chunks WHERE rowid = ?`
 )
 
 // writeStmts are the writer's prepared statements.
@@ -196,6 +201,22 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 			}
 			return nil
 		}},
+		{"files", func() error {
+			for _, f := range b.DeleteFiles {
+				if err := w.deleteFile(f.Namespace, f.Path, true); err != nil {
+					return fmt.Errorf("delete file: %w", err)
+				}
+			}
+			for i := range b.Files {
+				if err := w.alive(); err != nil {
+					return err
+				}
+				if err := w.upsertFile(&b.Files[i]); err != nil {
+					return fmt.Errorf("file: %w", err)
+				}
+			}
+			return nil
+		}},
 		{"seq", func() error {
 			if _, err := w.st(w.ws.setSeq).ExecContext(w.ctx, int64(b.Seq)); err != nil {
 				return fmt.Errorf("applied seq: %w", err)
@@ -227,6 +248,16 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 func validateBatch(b *Batch, dims int) error {
 	if b.Seq > math.MaxInt64 {
 		return fmt.Errorf("seq %d beyond int64: %w", b.Seq, ErrInvalidBatch)
+	}
+	for _, f := range b.Files {
+		for _, c := range f.Chunks {
+			if c.ID == "" {
+				return fmt.Errorf("chunk of file %s: empty id: %w", f.Path, ErrInvalidBatch)
+			}
+			if c.Vector != nil && len(c.Vector) != dims {
+				return fmt.Errorf("chunk %s: vector of %d, shard %d: %w", c.ID, len(c.Vector), dims, ErrDims)
+			}
+		}
 	}
 	for i := range b.Rechunk {
 		sc := &b.Rechunk[i]
@@ -404,7 +435,7 @@ func (w *writer) rechunk(sc *SessionChunks) error {
 func (w *writer) insertChunk(c *Chunk) error {
 	res, err := w.st(w.ws.insertChunk).ExecContext(w.ctx,
 		c.ID, c.Namespace, c.Source, c.SessionKey, c.SessionID, c.SeqStart, c.SeqEnd, c.Part, c.Text,
-		timeArg(c.TimeStart), timeArg(c.TimeEnd), c.Vector != nil)
+		timeArg(c.TimeStart), timeArg(c.TimeEnd), c.Vector != nil, c.Path, c.DirPath)
 	if err != nil {
 		return err
 	}
@@ -441,6 +472,7 @@ func (w *writer) writeVector(rowid int64, c *Chunk, setFlag bool) error {
 	w.ops = append(w.ops, indexOp{add: true, ns: c.Namespace, rowid: rowid, entry: vecEntry{
 		id: c.ID, sessionKey: c.SessionKey, sessionID: c.SessionID,
 		tsStart: nanos(c.TimeStart), tsEnd: nanos(c.TimeEnd), vec: c.Vector,
+		source: c.Source, dirPath: c.DirPath,
 	}})
 	w.stats.VectorsWritten++
 	return nil
@@ -468,4 +500,52 @@ func (s *Shard) AppliedSeq(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("applied seq: %w", err)
 	}
 	return uint64(v), nil
+}
+
+// deleteFile removes a memory file's chunks with their FTS rows and vectors,
+// and with row also its files row.
+func (w *writer) deleteFile(ns, path string, row bool) error {
+	rows, err := w.tx.QueryContext(w.ctx, sqlDeleteFileChunks, ns, path)
+	if err != nil {
+		return err
+	}
+	var dels []deletedChunk
+	for rows.Next() {
+		var d deletedChunk
+		if err := rows.Scan(&d.rowid, &d.text, &d.hasVector); err != nil {
+			rows.Close()
+			return err
+		}
+		dels = append(dels, d)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, d := range dels {
+		if err := w.dropChunkIndexes(ns, d); err != nil {
+			return err
+		}
+	}
+	if row {
+		_, err = w.tx.ExecContext(w.ctx, sqlDeleteFile, ns, path)
+	}
+	return err
+}
+
+// upsertFile stores f and replaces all of its chunks.
+func (w *writer) upsertFile(f *FileUpsert) error {
+	if err := w.deleteFile(f.Namespace, f.Path, false); err != nil {
+		return err
+	}
+	if _, err := w.tx.ExecContext(w.ctx, sqlUpsertFile, f.Namespace, f.Path, f.DirPath, f.Hash, f.Content); err != nil {
+		return err
+	}
+	for i := range f.Chunks {
+		c := f.Chunks[i] // a copy: the caller's batch is not modified
+		c.Namespace, c.Path, c.DirPath, c.Source = f.Namespace, f.Path, f.DirPath, "files"
+		if err := w.insertChunk(&c); err != nil {
+			return fmt.Errorf("chunk %s: %w", c.ID, err)
+		}
+	}
+	return nil
 }

@@ -123,6 +123,16 @@ func appendFilter(b *strings.Builder, args []any, f Filter) []any {
 		b.WriteString(` AND c.ts_start < ?`)
 		args = append(args, nanos(f.Before))
 	}
+	if len(f.Sources) > 0 {
+		b.WriteString(` AND c.source IN (` + placeholders(len(f.Sources)) + `)`)
+		for _, src := range f.Sources {
+			args = append(args, src)
+		}
+	}
+	if f.DirPath != "" {
+		b.WriteString(` AND (c.source <> 'files' OR c.dir_path IN ('', ?))`)
+		args = append(args, f.DirPath)
+	}
 	return args
 }
 

@@ -92,7 +92,7 @@ func (w *writer) setVectors(vs []ChunkVector) error {
 	for i, v := range vs {
 		args[i] = v.ID
 	}
-	rows, err := w.tx.QueryContext(w.ctx, `SELECT id, rowid, namespace, session_key, session_id, ts_start, ts_end, has_vector
+	rows, err := w.tx.QueryContext(w.ctx, `SELECT id, rowid, namespace, session_key, session_id, ts_start, ts_end, has_vector, source, dir_path
 		FROM chunks WHERE id IN (`+placeholders(len(args))+`)`, args...)
 	if err != nil {
 		return err
@@ -106,7 +106,7 @@ func (w *writer) setVectors(vs []ChunkVector) error {
 	for rows.Next() {
 		t := &target{}
 		var ts0, ts1 sql.NullInt64
-		if err := rows.Scan(&t.c.ID, &t.rowid, &t.c.Namespace, &t.c.SessionKey, &t.c.SessionID, &ts0, &ts1, &t.hasVector); err != nil {
+		if err := rows.Scan(&t.c.ID, &t.rowid, &t.c.Namespace, &t.c.SessionKey, &t.c.SessionID, &ts0, &ts1, &t.hasVector, &t.c.Source, &t.c.DirPath); err != nil {
 			rows.Close()
 			return err
 		}

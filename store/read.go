@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -133,7 +134,7 @@ func (s *Shard) Chunks(ctx context.Context, ids []string) (map[string]ChunkRecor
 
 func readChunks(ctx context.Context, tx *sql.Tx, args []any, out map[string]ChunkRecord) error {
 	rows, err := tx.QueryContext(ctx, `SELECT id, namespace, source, session_key, session_id,
-		seq_start, seq_end, part, text, ts_start, ts_end FROM chunks WHERE id IN (`+placeholders(len(args))+`)`, args...)
+		seq_start, seq_end, part, text, ts_start, ts_end, path, dir_path FROM chunks WHERE id IN (`+placeholders(len(args))+`)`, args...)
 	if err != nil {
 		return err
 	}
@@ -142,7 +143,7 @@ func readChunks(ctx context.Context, tx *sql.Tx, args []any, out map[string]Chun
 		var c ChunkRecord
 		var ts0, ts1 sql.NullInt64
 		if err := rows.Scan(&c.ID, &c.Namespace, &c.Source, &c.SessionKey, &c.SessionID,
-			&c.SeqStart, &c.SeqEnd, &c.Part, &c.Text, &ts0, &ts1); err != nil {
+			&c.SeqStart, &c.SeqEnd, &c.Part, &c.Text, &ts0, &ts1, &c.Path, &c.DirPath); err != nil {
 			return err
 		}
 		c.TimeStart, c.TimeEnd = timeOf(ts0), timeOf(ts1)
@@ -184,4 +185,21 @@ func (s *Shard) Stats(ctx context.Context) (Stats, error) {
 		st.OldestWaiting = time.Unix(oldest, 0)
 	}
 	return st, tx.Commit()
+}
+
+// FileHash returns the content hash stored for memory file path of ns, and
+// whether the file is stored.
+func (s *Shard) FileHash(ctx context.Context, ns, path string) (string, bool, error) {
+	if err := s.check(); err != nil {
+		return "", false, fmt.Errorf("file hash: %w", err)
+	}
+	var h string
+	err := s.r.QueryRowContext(ctx, `SELECT content_hash FROM files WHERE namespace = ? AND path = ?`, ns, path).Scan(&h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("file hash: %w", err)
+	}
+	return h, true, nil
 }

@@ -37,6 +37,10 @@ type Chunk struct {
 	TimeStart  time.Time
 	TimeEnd    time.Time
 	Vector     []float32
+	// Path and DirPath place a memory file's chunk (Source "files"); for
+	// those, SeqStart and SeqEnd are its first and last line.
+	Path    string
+	DirPath string
 }
 
 // SessionChunks replaces the tail of one session's chunking: existing chunks of
@@ -56,6 +60,26 @@ type Batch struct {
 	DeleteSessions []SessionRef
 	Messages       []Message
 	Rechunk        []SessionChunks
+	// DeleteFiles then Files apply after Rechunk: a file upsert replaces all
+	// of the file's chunks.
+	DeleteFiles []FileRef
+	Files       []FileUpsert
+}
+
+// FileRef names one memory file.
+type FileRef struct {
+	Namespace string
+	Path      string
+}
+
+// FileUpsert stores a memory file's content and replaces its chunks.
+type FileUpsert struct {
+	Namespace string
+	Path      string
+	DirPath   string
+	Hash      string
+	Content   string
+	Chunks    []Chunk
 }
 
 // ApplyStats counts what one Apply changed.
@@ -93,6 +117,11 @@ type Filter struct {
 	SessionID  string
 	After      time.Time
 	Before     time.Time
+	// Sources keeps only chunks of these sources (empty: all).
+	Sources []string
+	// DirPath, when set, keeps only the memory files of that project and the
+	// global ones (dir path ""); chunks of other sources are not affected.
+	DirPath string
 }
 
 // Candidate is one result of a single leg, best first. Score is in [0,1],
@@ -118,6 +147,8 @@ type ChunkRecord struct {
 	Text       string
 	TimeStart  time.Time
 	TimeEnd    time.Time
+	Path       string
+	DirPath    string
 }
 
 // Stats counts what a shard holds.

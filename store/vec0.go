@@ -22,7 +22,7 @@ func (s *Shard) loadIndex(ctx context.Context) error {
 		seen  bool
 	}
 	metas := map[int64]*meta{}
-	rows, err := s.r.QueryContext(ctx, `SELECT rowid, id, namespace, session_key, session_id, ts_start, ts_end
+	rows, err := s.r.QueryContext(ctx, `SELECT rowid, id, namespace, session_key, session_id, ts_start, ts_end, source, dir_path
 		FROM chunks WHERE has_vector = 1`)
 	if err != nil {
 		return err
@@ -32,7 +32,7 @@ func (s *Shard) loadIndex(ctx context.Context) error {
 		var rowid int64
 		var ts0, ts1 sql.NullInt64
 		m := &meta{}
-		if err := rows.Scan(&rowid, &m.entry.id, &m.ns, &m.entry.sessionKey, &m.entry.sessionID, &ts0, &ts1); err != nil {
+		if err := rows.Scan(&rowid, &m.entry.id, &m.ns, &m.entry.sessionKey, &m.entry.sessionID, &ts0, &ts1, &m.entry.source, &m.entry.dirPath); err != nil {
 			rows.Close()
 			return err
 		}
@@ -261,9 +261,9 @@ func (s *Shard) vec0Search(ctx context.Context, ns string, vec []float32, f Filt
 	vf := compileFilter(f)
 	var out []Candidate
 	for _, h := range hits {
-		var id, cns, sk, sid string
+		var id, cns, sk, sid, src, dir string
 		var ts0, ts1 sql.NullInt64
-		err := s.r.QueryRowContext(ctx, sqlChunkVecRow, h.rowid).Scan(&id, &cns, &sk, &sid, &ts0, &ts1)
+		err := s.r.QueryRowContext(ctx, sqlChunkVecRow, h.rowid).Scan(&id, &cns, &sk, &sid, &ts0, &ts1, &src, &dir)
 		if err != nil {
 			return nil, fmt.Errorf("chunk of vector %d: %w", h.rowid, err)
 		}
@@ -275,6 +275,8 @@ func (s *Shard) vec0Search(ctx context.Context, ns string, vec []float32, f Filt
 		}
 		sp.sessionKeys = append(sp.sessionKeys, uniqueString(sk))
 		sp.sessionIDs = append(sp.sessionIDs, uniqueString(sid))
+		sp.sources = append(sp.sources, uniqueString(src))
+		sp.dirPaths = append(sp.dirPaths, uniqueString(dir))
 		if vf.any && !vf.pass(sp, 0) {
 			continue
 		}

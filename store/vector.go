@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"unique"
@@ -42,6 +43,8 @@ type vecSpace struct {
 	ids         []string
 	sessionKeys []unique.Handle[string]
 	sessionIDs  []unique.Handle[string]
+	sources     []unique.Handle[string]
+	dirPaths    []unique.Handle[string]
 	tsStart     []int64 // unix ns, noTime when unknown
 	tsEnd       []int64
 	pos         map[int64]int // rowid → position
@@ -52,6 +55,8 @@ type vecEntry struct {
 	id         string
 	sessionKey string
 	sessionID  string
+	source     string
+	dirPath    string
 	tsStart    int64
 	tsEnd      int64
 	vec        []float32
@@ -122,6 +127,8 @@ func (sp *vecSpace) add(rowid int64, e *vecEntry, dims int) {
 		sp.ids = append(sp.ids, "")
 		sp.sessionKeys = append(sp.sessionKeys, unique.Handle[string]{})
 		sp.sessionIDs = append(sp.sessionIDs, unique.Handle[string]{})
+		sp.sources = append(sp.sources, unique.Handle[string]{})
+		sp.dirPaths = append(sp.dirPaths, unique.Handle[string]{})
 		sp.tsStart = append(sp.tsStart, 0)
 		sp.tsEnd = append(sp.tsEnd, 0)
 		if i%blockVecs == 0 {
@@ -138,6 +145,8 @@ func (sp *vecSpace) add(rowid int64, e *vecEntry, dims int) {
 	sp.ids[i] = e.id
 	sp.sessionKeys[i] = unique.Make(e.sessionKey)
 	sp.sessionIDs[i] = unique.Make(e.sessionID)
+	sp.sources[i] = unique.Make(e.source)
+	sp.dirPaths[i] = unique.Make(e.dirPath)
 	sp.tsStart[i] = e.tsStart
 	sp.tsEnd[i] = e.tsEnd
 	normalizeInto(sp.vec(i, dims), e.vec)
@@ -155,6 +164,8 @@ func (sp *vecSpace) remove(rowid int64, dims int) {
 		sp.ids[i] = sp.ids[last]
 		sp.sessionKeys[i] = sp.sessionKeys[last]
 		sp.sessionIDs[i] = sp.sessionIDs[last]
+		sp.sources[i] = sp.sources[last]
+		sp.dirPaths[i] = sp.dirPaths[last]
 		sp.tsStart[i] = sp.tsStart[last]
 		sp.tsEnd[i] = sp.tsEnd[last]
 		copy(sp.vec(i, dims), sp.vec(last, dims))
@@ -166,6 +177,8 @@ func (sp *vecSpace) remove(rowid int64, dims int) {
 	sp.ids = sp.ids[:last]
 	sp.sessionKeys = sp.sessionKeys[:last]
 	sp.sessionIDs = sp.sessionIDs[:last]
+	sp.sources = sp.sources[:last]
+	sp.dirPaths = sp.dirPaths[:last]
 	sp.tsStart = sp.tsStart[:last]
 	sp.tsEnd = sp.tsEnd[:last]
 	lb := len(sp.blocks) - 1
@@ -200,6 +213,11 @@ type vecFilter struct {
 	bySK, bySID bool
 	after       int64 // noTime: unset
 	before      int64
+	sources     []unique.Handle[string] // empty: any
+	byDir       bool
+	files       unique.Handle[string]
+	dirPath     unique.Handle[string]
+	global      unique.Handle[string]
 }
 
 func compileFilter(f Filter) vecFilter {
@@ -216,7 +234,13 @@ func compileFilter(f Filter) vecFilter {
 	if !f.Before.IsZero() {
 		vf.before = nanos(f.Before)
 	}
-	vf.any = vf.bySK || vf.bySID || vf.after != noTime || vf.before != noTime
+	for _, src := range f.Sources {
+		vf.sources = append(vf.sources, unique.Make(src))
+	}
+	if f.DirPath != "" {
+		vf.byDir, vf.files, vf.dirPath, vf.global = true, unique.Make("files"), unique.Make(f.DirPath), unique.Make("")
+	}
+	vf.any = vf.bySK || vf.bySID || vf.after != noTime || vf.before != noTime || len(vf.sources) > 0 || vf.byDir
 	return vf
 }
 
@@ -226,6 +250,12 @@ func (vf *vecFilter) pass(sp *vecSpace, i int) bool {
 		return false
 	}
 	if vf.bySID && sp.sessionIDs[i] != vf.sessionID {
+		return false
+	}
+	if len(vf.sources) > 0 && !slices.Contains(vf.sources, sp.sources[i]) {
+		return false
+	}
+	if vf.byDir && sp.sources[i] == vf.files && sp.dirPaths[i] != vf.dirPath && sp.dirPaths[i] != vf.global {
 		return false
 	}
 	if vf.after != noTime && (sp.tsEnd[i] == noTime || sp.tsEnd[i] < vf.after) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -40,13 +43,33 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	raw := fs.Bool("raw", false, "publish each line as it is, without adding type or namespace or checking it")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	maxPending := fs.Int("max-pending", 4096, "unacknowledged publishes in flight")
+	filesDir := fs.String("files", "", "publish the .md files under this directory as memory files (file.upserted), instead of a JSONL file")
+	dirPath := fs.String("dir-path", "", "with --files: the project the files belong to (\"\": global)")
+	var excludes []string
+	fs.Func("exclude", "with --files: skip paths (relative to the directory) matching this glob; repeatable", func(g string) error {
+		if _, err := filepath.Match(g, ""); err != nil {
+			return fmt.Errorf("bad glob %q: %w", g, err)
+		}
+		excludes = append(excludes, g)
+		return nil
+	})
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
+	if *filesDir != "" {
+		if *ns == "" {
+			return errors.New("--files needs --namespace")
+		}
+		lines, err := memoryFileEvents(*filesDir, *dirPath, excludes)
+		if err != nil {
+			return err
+		}
+		stdin, pos = bytes.NewReader(lines), []string{"-"}
+	}
 	if len(pos) != 1 {
 		fs.Usage()
-		return errors.New("name one FILE.jsonl, or - for stdin")
+		return errors.New("name one FILE.jsonl, or - for stdin (or --files DIR)")
 	}
 	if *ns != "" && !memindex.ValidNamespace(*ns) {
 		return fmt.Errorf("--namespace %q is not 1-64 characters of [A-Za-z0-9_-]", *ns)
@@ -258,4 +281,43 @@ func progress(w io.Writer, start time.Time, size int64, read *atomic.Int64, res 
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// memoryFileEvents walks dir for .md files and returns one file.upserted
+// event per file, as JSONL, with paths relative to dir.
+func memoryFileEvents(dir, dirPath string, excludes []string) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		rel = filepath.ToSlash(rel)
+		for _, g := range excludes {
+			if ok, _ := filepath.Match(g, rel); ok {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+		}
+		if d.IsDir() || !strings.EqualFold(filepath.Ext(path), ".md") {
+			return nil
+		}
+		content, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if len(content) > memindex.MaxEventBytes-4096 {
+			return fmt.Errorf("%s is %d bytes, over the %d an event may carry", rel, len(content), memindex.MaxEventBytes-4096)
+		}
+		sum := sha256.Sum256(content)
+		return enc.Encode(memindex.Event{Type: memindex.TypeFileUpserted, Path: rel, DirPath: dirPath,
+			Content: string(content), ContentHash: hex.EncodeToString(sum[:])})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--files %s: %w", dir, err)
+	}
+	return buf.Bytes(), nil
 }

@@ -31,6 +31,11 @@ func runSearch(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&req.After, "after", "", "only chunks at or after this RFC 3339 time")
 	fs.StringVar(&req.Before, "before", "", "only chunks before this RFC 3339 time")
 	fs.BoolVar(&req.Explain, "explain", false, "show per-leg scores and ranks")
+	fs.StringVar(&req.DirPath, "dir-path", "", "a project: its memory files and the global ones (other projects' files are left out)")
+	fs.Func("source", "only this source: sessions or files (repeatable)", func(v string) error {
+		req.Sources = append(req.Sources, v)
+		return nil
+	})
 	asJSON := fs.Bool("json", false, "print the response as JSON")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
