@@ -16,11 +16,14 @@ func ReadSubject(ns string) string { return ReadSubjectPrefix + "." + ns }
 // ReadRequest asks for a session's messages from seq From on, at most Count
 // of them (like an agent's memory_get on a conversation). Namespace may come
 // from the subject.
+//
+// With Path set it reads a memory file instead: Count lines from line From.
 type ReadRequest struct {
 	Type       string `json:"type,omitempty"` // "read"; optional
 	Namespace  string `json:"namespace,omitempty"`
-	SessionKey string `json:"sessionKey"`
-	SessionID  string `json:"sessionId"`
+	SessionKey string `json:"sessionKey,omitempty"`
+	SessionID  string `json:"sessionId,omitempty"`
+	Path       string `json:"path,omitempty"`
 	From       int64  `json:"from,omitempty"`
 	Count      int    `json:"count,omitempty"`
 }
@@ -31,11 +34,17 @@ func (r *ReadRequest) Normalize() error {
 	if !ValidNamespace(r.Namespace) {
 		return fieldErr("namespace", "%q is not 1-64 characters of [A-Za-z0-9_-]", truncate(r.Namespace, 80))
 	}
-	if err := checkKey("sessionKey", r.SessionKey, true); err != nil {
-		return err
-	}
-	if err := checkKey("sessionId", r.SessionID, true); err != nil {
-		return err
+	if r.Path != "" {
+		if err := checkKey("path", r.Path, true); err != nil {
+			return err
+		}
+	} else {
+		if err := checkKey("sessionKey", r.SessionKey, true); err != nil {
+			return err
+		}
+		if err := checkKey("sessionId", r.SessionID, true); err != nil {
+			return err
+		}
 	}
 	switch {
 	case r.From == 0:
@@ -60,6 +69,9 @@ type ReadResponse struct {
 	SessionKey string        `json:"sessionKey"`
 	SessionID  string        `json:"sessionId"`
 	Messages   []ReadMessage `json:"messages"`
+	// Path and Lines answer a file read: the lines from From on.
+	Path  string   `json:"path,omitempty"`
+	Lines []string `json:"lines,omitempty"`
 	// More is set when messages after the last returned one exist.
 	More bool `json:"more"`
 }

@@ -15,6 +15,9 @@ var (
 	// ErrNotOwned is returned by a Router when this worker owns no shard for
 	// the namespace (wire code 404).
 	ErrNotOwned = errors.New("namespace not owned by this worker")
+	// ErrNotFound is returned by Engine.Read when the file asked for is not
+	// stored (wire code 404).
+	ErrNotFound = errors.New("not found")
 	// ErrNotReady is returned by a Router when the owning shard is not open or
 	// not caught up yet (wire code 503).
 	ErrNotReady = errors.New("shard not ready")
@@ -76,7 +79,7 @@ func codeFor(err error) string {
 		return memindex.CodeTooLarge
 	case errors.Is(err, memindex.ErrInvalid):
 		return memindex.CodeBadRequest
-	case errors.Is(err, ErrNotOwned):
+	case errors.Is(err, ErrNotOwned), errors.Is(err, ErrNotFound):
 		return memindex.CodeNotFound
 	case errors.Is(err, ErrOverloaded):
 		return memindex.CodeOverloaded

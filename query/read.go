@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"memindex"
@@ -26,6 +27,9 @@ func (e *Engine) Read(ctx context.Context, req memindex.ReadRequest) (memindex.R
 	s, _, err := e.router.Route(req.Namespace)
 	if err != nil {
 		return memindex.ReadResponse{}, fmt.Errorf("read %s: %w", req.Namespace, err)
+	}
+	if req.Path != "" {
+		return readFile(ctx, s, req)
 	}
 	rd, ok := s.(SessionReader)
 	if !ok {
@@ -50,6 +54,35 @@ func (e *Engine) Read(ctx context.Context, req memindex.ReadRequest) (memindex.R
 			rm.Timestamp = m.Time.UTC().Format(time.RFC3339)
 		}
 		resp.Messages = append(resp.Messages, rm)
+	}
+	return resp, nil
+}
+
+// FileReader is what a shard offers to read a memory file back;
+// *store.Shard satisfies it.
+type FileReader interface {
+	FileContent(ctx context.Context, ns, path string) (string, bool, error)
+}
+
+func readFile(ctx context.Context, s Searcher, req memindex.ReadRequest) (memindex.ReadResponse, error) {
+	fr, ok := s.(FileReader)
+	if !ok {
+		return memindex.ReadResponse{}, fmt.Errorf("read %s: this shard cannot read files back", req.Namespace)
+	}
+	content, found, err := fr.FileContent(ctx, req.Namespace, req.Path)
+	if err != nil {
+		return memindex.ReadResponse{}, fmt.Errorf("read %s: %w", req.Namespace, err)
+	}
+	if !found {
+		return memindex.ReadResponse{}, fmt.Errorf("read %s: file %q: %w", req.Namespace, req.Path, ErrNotFound)
+	}
+	lines := strings.Split(strings.TrimSuffix(strings.ReplaceAll(content, "\r\n", "\n"), "\n"), "\n")
+	resp := memindex.ReadResponse{Type: "read.result", Version: 1, Namespace: req.Namespace, Path: req.Path, Messages: []memindex.ReadMessage{}, Lines: []string{}}
+	from := int(req.From) - 1
+	if from < len(lines) {
+		end := min(len(lines), from+req.Count)
+		resp.Lines = append(resp.Lines, lines[from:end]...)
+		resp.More = end < len(lines)
 	}
 	return resp, nil
 }

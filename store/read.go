@@ -203,3 +203,19 @@ func (s *Shard) FileHash(ctx context.Context, ns, path string) (string, bool, er
 	}
 	return h, true, nil
 }
+
+// FileContent returns memory file path of ns as stored, and whether it is.
+func (s *Shard) FileContent(ctx context.Context, ns, path string) (string, bool, error) {
+	if err := s.check(); err != nil {
+		return "", false, fmt.Errorf("file content: %w", err)
+	}
+	var c string
+	err := s.r.QueryRowContext(ctx, `SELECT content FROM files WHERE namespace = ? AND path = ?`, ns, path).Scan(&c)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("file content: %w", err)
+	}
+	return c, true, nil
+}

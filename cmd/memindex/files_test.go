@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,6 +52,17 @@ func TestPublishFilesAndSearchThem(t *testing.T) {
 	h := resp.Hits[0]
 	if h.Source != memindex.SourceFiles || h.Path != "setup.md" || h.LineStart != 5 || h.LineEnd != 6 {
 		t.Fatalf("hit = %+v; want setup.md lines 5-6 from files", h)
+	}
+	var rd memindex.ReadResponse
+	b0 := bytes.Buffer{}
+	if err := runRead(ctx, append(srv, "--namespace", "proj", "--path", "setup.md", "--from", "5", "--count", "2", "--json"), &b0); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b0.Bytes(), &rd); err != nil || len(rd.Lines) != 2 || rd.Lines[0] != "## Secrets" || rd.More {
+		t.Fatalf("read --path setup.md --from 5 --count 2 = %s (%v), want lines 5-6", b0.String(), err)
+	}
+	if err := runRead(ctx, append(srv, "--namespace", "proj", "--path", "nope.md"), &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("read of a missing file = %v, want a 404", err)
 	}
 	var other memindex.SearchResponse
 	var b bytes.Buffer

@@ -14,12 +14,13 @@ import (
 
 func runRead(ctx context.Context, args []string, stdout io.Writer) error {
 	var conn connFlags
-	fs := newFlagSet("read", "--namespace NS --session KEY --session-id ID [--from SEQ] [--count N]")
+	fs := newFlagSet("read", "--namespace NS (--session KEY --session-id ID | --path FILE) [--from N] [--count N]")
 	conn.register(fs, nats.DefaultURL)
 	var req memindex.ReadRequest
 	fs.StringVar(&req.Namespace, "namespace", env("MEMINDEX_NAMESPACE", ""), "namespace (MEMINDEX_NAMESPACE)")
 	fs.StringVar(&req.SessionKey, "session", "", "sessionKey")
 	fs.StringVar(&req.SessionID, "session-id", "", "sessionId")
+	fs.StringVar(&req.Path, "path", "", "a memory file instead of a session: its lines from --from on")
 	fs.Int64Var(&req.From, "from", 1, "first message seq")
 	fs.IntVar(&req.Count, "count", memindex.DefaultReadCount, fmt.Sprintf("messages to return (at most %d)", memindex.MaxReadCount))
 	asJSON := fs.Bool("json", false, "print the response as JSON")
@@ -45,6 +46,9 @@ func runRead(ctx context.Context, args []string, stdout io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(resp)
 	}
+	for i, l := range resp.Lines {
+		fmt.Fprintf(stdout, "%5d  %s\n", req.From+int64(i), l)
+	}
 	for _, m := range resp.Messages {
 		who := m.Speaker
 		if who == "" {
@@ -53,7 +57,7 @@ func runRead(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%4d  %s  %s: %s\n", m.Seq, m.Timestamp, who, m.Text)
 	}
 	if resp.More {
-		last := req.From
+		last := req.From - 1 + int64(len(resp.Lines))
 		if n := len(resp.Messages); n > 0 {
 			last = resp.Messages[n-1].Seq
 		}
