@@ -154,6 +154,19 @@ func (e *Event) Validate() error {
 		if err := checkKey("id", e.ID, true); err != nil {
 			return err
 		}
+		for _, f := range []struct{ name, v string }{{"sessionKey", e.SessionKey}, {"sessionId", e.SessionID}} {
+			if err := checkKey(f.name, f.v, false); err != nil {
+				return err
+			}
+		}
+		if e.Type == TypeRecordUpserted {
+			if strings.TrimSpace(e.Text) == "" {
+				return fieldErr("text", "is required and must not be blank")
+			}
+			if len(e.Text) > MaxTextBytes {
+				return tooLarge("text", len(e.Text), MaxTextBytes)
+			}
+		}
 	default:
 		return fieldErr("type", "%q is not a known event type", truncate(e.Type, 40))
 	}

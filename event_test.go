@@ -35,6 +35,9 @@ func TestDecodeEvent(t *testing.T) {
 		{"bad timestamp", `{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"hi","timestamp":"yesterday"}`, ErrInvalid, "timestamp"},
 		{"control char in key", `{"type":"message","sessionKey":"k\u0001","sessionId":"s","seq":1,"text":"hi"}`, ErrInvalid, "sessionKey"},
 		{"file without path", `{"type":"file.upserted"}`, ErrInvalid, "path"},
+		{"record", `{"type":"record.upserted","id":"r1","text":"Ana prefers tea","tags":["prefs"]}`, nil, ""},
+		{"record without text", `{"type":"record.upserted","id":"r1"}`, ErrInvalid, "text"},
+		{"record delete needs only the id", `{"type":"record.deleted","id":"r1"}`, nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

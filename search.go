@@ -155,6 +155,7 @@ type Hit struct {
 	SeqEnd     int64    `json:"seqEnd,omitempty"`
 	MessageIDs []string `json:"messageIds,omitempty"`
 	Path       string   `json:"path,omitempty"`
+	RecordID   string   `json:"recordId,omitempty"`
 	LineStart  int      `json:"lineStart,omitempty"`
 	LineEnd    int      `json:"lineEnd,omitempty"`
 	Timestamp  string   `json:"timestamp,omitempty"`

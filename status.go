@@ -60,5 +60,8 @@ type PartitionStatus struct {
 	OldestWaitSeconds float64 `json:"oldestWaitSeconds"`
 	Namespaces        int64   `json:"namespaces"`
 	DLQ               uint64  `json:"dlq"`
-	Error             string  `json:"error,omitempty"`
+	// RecordsMerged counts memory record upserts since start that updated a
+	// near-duplicate record instead of adding one.
+	RecordsMerged uint64 `json:"recordsMerged"`
+	Error         string `json:"error,omitempty"`
 }

@@ -28,11 +28,12 @@ func decodeMsg(subject string, data []byte, stored time.Time) (memindex.Event, e
 		return e, fmt.Errorf("field namespace: %q but published on the subject of namespace %q: %w", e.Namespace, ns, ErrWrongNamespace)
 	}
 	switch e.Type {
-	case memindex.TypeMessage, memindex.TypeSessionDeleted, memindex.TypeFileUpserted, memindex.TypeFileDeleted:
+	case memindex.TypeMessage, memindex.TypeSessionDeleted, memindex.TypeFileUpserted, memindex.TypeFileDeleted,
+		memindex.TypeRecordUpserted, memindex.TypeRecordDeleted:
 	default:
 		return e, fmt.Errorf("event type %q is not handled by this worker version: %w", e.Type, memindex.ErrUnsupported)
 	}
-	if (e.Type == memindex.TypeMessage || e.Type == memindex.TypeFileUpserted) && e.Timestamp == "" {
+	if e.Type != memindex.TypeSessionDeleted && e.Timestamp == "" {
 		e.Timestamp = stored.UTC().Format(time.RFC3339Nano)
 	}
 	return e, nil

@@ -30,10 +30,14 @@ type planner struct {
 	// files holds the last event of each memory file in the batch.
 	files     map[store.FileRef]memindex.Event
 	fileOrder []store.FileRef
+	// records holds the last event of each memory record (Path = its id).
+	records     map[store.FileRef]memindex.Event
+	recordOrder []store.FileRef
 }
 
 func newPlanner() *planner {
-	return &planner{sessions: make(map[store.SessionRef]*sessionPlan), files: make(map[store.FileRef]memindex.Event)}
+	return &planner{sessions: make(map[store.SessionRef]*sessionPlan), files: make(map[store.FileRef]memindex.Event),
+		records: make(map[store.FileRef]memindex.Event)}
 }
 
 func (p *planner) add(e memindex.Event) {
@@ -60,6 +64,12 @@ func (p *planner) add(e memindex.Event) {
 			p.fileOrder = append(p.fileOrder, ref)
 		}
 		p.files[ref] = e // the last event of a file wins
+	case memindex.TypeRecordUpserted, memindex.TypeRecordDeleted:
+		ref := store.FileRef{Namespace: e.Namespace, Path: e.ID}
+		if _, ok := p.records[ref]; !ok {
+			p.recordOrder = append(p.recordOrder, ref)
+		}
+		p.records[ref] = e
 	case memindex.TypeSessionDeleted:
 		del := store.SessionRef{Namespace: e.Namespace, SessionKey: e.SessionKey, SessionID: e.SessionID}
 		p.deletes = append(p.deletes, del)
@@ -159,6 +169,25 @@ func (p *planner) build(ctx context.Context, sh Shard, cc chunker.Config, mc chu
 			fresh = append(fresh, &fu.Chunks[i])
 		}
 		b.Files = append(b.Files, fu)
+	}
+	for _, ref := range p.recordOrder {
+		e := p.records[ref]
+		if e.Type == memindex.TypeRecordDeleted {
+			b.DeleteRecords = append(b.DeleteRecords, ref)
+			continue
+		}
+		text := e.Text
+		if len(e.Tags) > 0 {
+			text += "\n[tags: " + strings.Join(e.Tags, ", ") + "]"
+		}
+		sum := sha256.Sum256([]byte("memindex/record/v1\x00" + ref.Namespace + "\x00" + ref.Path + "\x00" + text))
+		b.Records = append(b.Records, store.RecordUpsert{Chunk: store.Chunk{
+			ID: hex.EncodeToString(sum[:16]), Namespace: ref.Namespace, Source: memindex.SourceRecords, Path: ref.Path,
+			SessionKey: e.SessionKey, SessionID: e.SessionID, Text: text, TimeStart: e.Time(), TimeEnd: e.Time(),
+		}})
+	}
+	for i := range b.Records {
+		fresh = append(fresh, &b.Records[i].Chunk)
 	}
 	return b, fresh, nil
 }

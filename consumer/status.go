@@ -14,7 +14,7 @@ func (w *Worker) Status(ctx context.Context) []memindex.PartitionStatus {
 	dlq, dlqErr := DLQCounts(ctx, w.js)
 	out := make([]memindex.PartitionStatus, 0, len(w.parts))
 	for _, p := range w.parts {
-		ps := memindex.PartitionStatus{Partition: p.id, AppliedSeq: p.applied.Load(), DLQ: dlq[p.id]}
+		ps := memindex.PartitionStatus{Partition: p.id, AppliedSeq: p.applied.Load(), DLQ: dlq[p.id], RecordsMerged: p.recordsMerged.Load()}
 		if e := p.lastErr.Load(); e != nil {
 			ps.Error = *e
 		}

@@ -126,7 +126,9 @@ type partition struct {
 	cons    atomic.Pointer[jetstream.Consumer]
 	applied atomic.Uint64
 	lastErr atomic.Pointer[string]
-	kick    chan struct{}
+	// recordsMerged counts record upserts that updated a near-duplicate.
+	recordsMerged atomic.Uint64
+	kick          chan struct{}
 }
 
 // New returns a worker for the partitions of cfg; shards must hold an open
@@ -380,9 +382,14 @@ func (w *Worker) commit(ctx context.Context, p *partition, pl *planner, last uin
 	if len(fresh) > 0 && time.Now().UnixNano() >= w.inlineOffUntil.Load() {
 		w.embedInline(ctx, fresh)
 	}
+	merged, err := mergeNearDuplicates(ctx, p.shard, b.Records)
+	if err != nil {
+		return err
+	}
 	if _, err := p.shard.Apply(ctx, b); err != nil {
 		return err
 	}
+	p.recordsMerged.Add(uint64(merged))
 	for _, c := range fresh {
 		if c.Vector == nil {
 			p.kickBackfill()

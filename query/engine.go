@@ -391,6 +391,9 @@ func hit(rec store.ChunkRecord, f Fused, snippet string, explain bool, fusion st
 		SeqEnd:     rec.SeqEnd,
 		MessageIDs: rec.MessageIDs,
 	}
+	if h.Source == memindex.SourceRecords {
+		h.RecordID, h.SeqStart, h.SeqEnd = rec.Path, 0, 0
+	}
 	if h.Source == memindex.SourceFiles {
 		// A file section: its lines, not message seqs.
 		h.Path, h.LineStart, h.LineEnd = rec.Path, int(rec.SeqStart), int(rec.SeqEnd)

@@ -24,7 +24,7 @@ const (
 	sqlDeleteChunk = `DELETE FROM chunks WHERE rowid = ?`
 	sqlInsertChunk = `INSERT INTO chunks(id, namespace, source, session_key, session_id, seq_start, seq_end, part, text, ts_start, ts_end, has_vector, created_at, path, dir_path)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, unixepoch(), ?, ?) ON CONFLICT(id) DO NOTHING`
-	sqlDeleteFileChunks = `DELETE FROM chunks WHERE namespace = ? AND path = ? AND source = 'files' RETURNING rowid, text, has_vector`
+	sqlDeleteFileChunks = `DELETE FROM chunks WHERE namespace = ? AND path = ? AND source = ? RETURNING rowid, text, has_vector`
 	sqlDeleteFile       = `DELETE FROM files WHERE namespace = ? AND path = ?`
 	sqlUpsertFile       = `INSERT INTO files(namespace, path, dir_path, content_hash, content, updated_at) VALUES (?, ?, ?, ?, ?, unixepoch())
 		ON CONFLICT(namespace, path) DO UPDATE SET dir_path = excluded.dir_path, content_hash = excluded.content_hash,
@@ -217,6 +217,28 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 			}
 			return nil
 		}},
+		{"records", func() error {
+			for _, r := range b.DeleteRecords {
+				if err := w.deleteDocChunks(r.Namespace, "records", r.Path, false); err != nil {
+					return fmt.Errorf("delete record: %w", err)
+				}
+			}
+			for i := range b.Records {
+				r := b.Records[i]
+				c := r.Chunk // a copy
+				c.Source = "records"
+				if r.MergeInto != "" {
+					c.Path = r.MergeInto
+				}
+				if err := w.deleteDocChunks(c.Namespace, "records", c.Path, false); err != nil {
+					return fmt.Errorf("record %s: %w", c.Path, err)
+				}
+				if err := w.insertChunk(&c); err != nil {
+					return fmt.Errorf("record %s: %w", c.Path, err)
+				}
+			}
+			return nil
+		}},
 		{"seq", func() error {
 			if _, err := w.st(w.ws.setSeq).ExecContext(w.ctx, int64(b.Seq)); err != nil {
 				return fmt.Errorf("applied seq: %w", err)
@@ -248,6 +270,14 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 func validateBatch(b *Batch, dims int) error {
 	if b.Seq > math.MaxInt64 {
 		return fmt.Errorf("seq %d beyond int64: %w", b.Seq, ErrInvalidBatch)
+	}
+	for _, r := range b.Records {
+		if r.Chunk.ID == "" || r.Chunk.Path == "" {
+			return fmt.Errorf("record chunk without id or record id: %w", ErrInvalidBatch)
+		}
+		if r.Chunk.Vector != nil && len(r.Chunk.Vector) != dims {
+			return fmt.Errorf("record %s: vector of %d, shard %d: %w", r.Chunk.Path, len(r.Chunk.Vector), dims, ErrDims)
+		}
 	}
 	for _, f := range b.Files {
 		for _, c := range f.Chunks {
@@ -505,7 +535,13 @@ func (s *Shard) AppliedSeq(ctx context.Context) (uint64, error) {
 // deleteFile removes a memory file's chunks with their FTS rows and vectors,
 // and with row also its files row.
 func (w *writer) deleteFile(ns, path string, row bool) error {
-	rows, err := w.tx.QueryContext(w.ctx, sqlDeleteFileChunks, ns, path)
+	return w.deleteDocChunks(ns, "files", path, row)
+}
+
+// deleteDocChunks removes the chunks of one file or record (source, path),
+// with their FTS rows and vectors, and with row a file's files row.
+func (w *writer) deleteDocChunks(ns, source, path string, row bool) error {
+	rows, err := w.tx.QueryContext(w.ctx, sqlDeleteFileChunks, ns, path, source)
 	if err != nil {
 		return err
 	}

@@ -64,6 +64,18 @@ type Batch struct {
 	// of the file's chunks.
 	DeleteFiles []FileRef
 	Files       []FileUpsert
+	// DeleteRecords (FileRef.Path is the record id) then Records apply last.
+	DeleteRecords []FileRef
+	Records       []RecordUpsert
+}
+
+// RecordUpsert stores a memory record as one chunk (source "records", its id
+// in Chunk.Path), replacing the record's previous text. With MergeInto set
+// the text replaces that existing record instead (a near-duplicate), which
+// keeps its id.
+type RecordUpsert struct {
+	Chunk     Chunk
+	MergeInto string
 }
 
 // FileRef names one memory file.
