@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -33,6 +34,7 @@ type evalScores struct {
 	Recall    map[string]float64 `json:"recall"` // rec@k, message budget
 	Hit       map[string]float64 `json:"hit"`    // hit@k, message budget
 	MRR       float64            `json:"mrr"`    // of the first gold message, message ranks
+	NDCG10    float64            `json:"ndcg10"` // binary gain over the first 10 messages
 }
 
 type evalReport struct {
@@ -52,7 +54,7 @@ var evalKs = []int{5, 10, 25, 50}
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("eval", "[flags]")
 	dir := fs.String("locomo", env("MEMINDEX_LOCOMO_DIR", "../shared/eval-data/locomo"), "folder with locomo10.events.jsonl and locomo10.queries.jsonl")
-	mode := fs.String("mode", memindex.ModeHybrid, "search mode: hybrid, keyword or vector")
+	mode := fs.String("mode", "keyword,vector,hybrid", "search modes to measure, comma separated: keyword, vector, hybrid")
 	fusion := fs.String("fusion", memindex.FusionRRF, "hybrid fusion: rrf or weighted")
 	chunkTokens := fs.Int("chunk-tokens", 400, "session window budget in tokens")
 	overlap := fs.Int("chunk-overlap", 60, "window overlap in tokens")
@@ -109,41 +111,54 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	cl := query.NewClient(n.nc)
-	rep := evalReport{Date: time.Now().UTC().Format(time.RFC3339), Dataset: *dir, Mode: *mode, Fusion: *fusion, ChunkTok: *chunkTokens, Messages: len(events),
-		Chunks: totals(ctx, n).chunks, ByCategory: map[string]evalScores{}}
-	var all []perQuestion
-	for i, l := range qlines {
-		var q evalQuestion
-		if err := json.Unmarshal(l, &q); err != nil {
-			return fmt.Errorf("queries line %d: %w", i+1, err)
+	chunks := totals(ctx, n).chunks
+	var reps []evalReport
+	for _, mode := range strings.Split(*mode, ",") {
+		mode = strings.TrimSpace(mode)
+		rep := evalReport{Date: time.Now().UTC().Format(time.RFC3339), Dataset: *dir, Mode: mode, Fusion: *fusion, ChunkTok: *chunkTokens,
+			Messages: len(events), Chunks: chunks, ByCategory: map[string]evalScores{}}
+		var all []perQuestion
+		for i, l := range qlines {
+			var q evalQuestion
+			if err := json.Unmarshal(l, &q); err != nil {
+				return fmt.Errorf("queries line %d: %w", i+1, err)
+			}
+			if len(q.GoldMessageIDs) == 0 {
+				continue
+			}
+			qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			resp, err := cl.Search(qctx, memindex.SearchRequest{Namespace: ns, Query: q.Question, K: 50, SessionKey: q.SessionKey, Mode: mode, Fusion: *fusion})
+			cancel()
+			if err != nil {
+				return fmt.Errorf("question %s (%s): %w", q.QueryID, mode, err)
+			}
+			all = append(all, scoreQuestion(q, resp.Hits))
 		}
-		if len(q.GoldMessageIDs) == 0 {
-			continue
+		rep.Overall = aggregate(all)
+		cats := map[string][]perQuestion{}
+		for _, pq := range all {
+			cats[pq.category] = append(cats[pq.category], pq)
 		}
-		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		resp, err := cl.Search(qctx, memindex.SearchRequest{Namespace: ns, Query: q.Question, K: 50, SessionKey: q.SessionKey, Mode: *mode, Fusion: *fusion})
-		cancel()
-		if err != nil {
-			return fmt.Errorf("question %s: %w", q.QueryID, err)
+		for c, pqs := range cats {
+			rep.ByCategory[c] = aggregate(pqs)
 		}
-		all = append(all, scoreQuestion(q, resp.Hits))
-	}
-	rep.Overall = aggregate(all)
-	cats := map[string][]perQuestion{}
-	for _, pq := range all {
-		cats[pq.category] = append(cats[pq.category], pq)
-	}
-	for c, pqs := range cats {
-		rep.ByCategory[c] = aggregate(pqs)
+		reps = append(reps, rep)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return enc.Encode(reps)
 	}
+	for _, rep := range reps {
+		printEval(stdout, rep)
+	}
+	return nil
+}
+
+func printEval(stdout io.Writer, rep evalReport) {
 	fmt.Fprintf(stdout, "LoCoMo retrieval, %s mode (%s), %d-token windows: %d messages in %d chunks, %d questions with evidence (%s)\n",
 		rep.Mode, rep.Fusion, rep.ChunkTok, rep.Messages, rep.Chunks, rep.Overall.Questions, rep.Date)
-	fmt.Fprintf(stdout, "%-12s %5s %7s %7s %7s %7s %7s %7s\n", "category", "n", "rec@5", "rec@10", "rec@25", "rec@50", "hit@5", "MRR")
+	fmt.Fprintf(stdout, "%-12s %5s %7s %7s %7s %7s %7s %7s %7s\n", "category", "n", "rec@5", "rec@10", "rec@25", "rec@50", "hit@5", "MRR", "nDCG10")
 	names := []string{"overall"}
 	for c := range rep.ByCategory {
 		names = append(names, c)
@@ -154,10 +169,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if c != "overall" {
 			s = rep.ByCategory[c]
 		}
-		fmt.Fprintf(stdout, "%-12s %5d %7.1f %7.1f %7.1f %7.1f %7.1f %7.3f\n", c, s.Questions,
-			100*s.Recall["5"], 100*s.Recall["10"], 100*s.Recall["25"], 100*s.Recall["50"], 100*s.Hit["5"], s.MRR)
+		fmt.Fprintf(stdout, "%-12s %5d %7.1f %7.1f %7.1f %7.1f %7.1f %7.3f %7.3f\n", c, s.Questions,
+			100*s.Recall["5"], 100*s.Recall["10"], 100*s.Recall["25"], 100*s.Recall["50"], 100*s.Hit["5"], s.MRR, s.NDCG10)
 	}
-	return nil
+	fmt.Fprintln(stdout)
 }
 
 type perQuestion struct {
@@ -165,6 +180,7 @@ type perQuestion struct {
 	recall   map[int]float64
 	hit      map[int]bool
 	rr       float64
+	ndcg10   float64
 }
 
 // scoreQuestion counts the retrieval budget in messages: the hits' messages
@@ -191,6 +207,18 @@ func scoreQuestion(q evalQuestion, hits []memindex.Hit) perQuestion {
 			pq.rr = 1 / float64(i+1)
 			break
 		}
+	}
+	var dcg, ideal float64
+	for i := 0; i < 10; i++ {
+		if i < len(ranked) && gold[ranked[i]] {
+			dcg += 1 / math.Log2(float64(i+2))
+		}
+		if i < len(gold) {
+			ideal += 1 / math.Log2(float64(i+2))
+		}
+	}
+	if ideal > 0 {
+		pq.ndcg10 = dcg / ideal
 	}
 	for _, k := range evalKs {
 		found := 0
@@ -219,6 +247,7 @@ func aggregate(pqs []perQuestion) evalScores {
 			}
 		}
 		s.MRR += pq.rr / float64(len(pqs))
+		s.NDCG10 += pq.ndcg10 / float64(len(pqs))
 	}
 	return s
 }
