@@ -42,6 +42,10 @@ type EngineConfig struct {
 	// VectorWeight and KeywordWeight weigh the legs in weighted fusion; they
 	// must sum to 1 (default DefaultVectorWeight and DefaultKeywordWeight).
 	VectorWeight, KeywordWeight float64
+	// RRFVectorWeight and RRFKeywordWeight weigh the legs in RRF (zero for
+	// both: 1 and 1). A weak vector leg, like the built-in embedder's, is
+	// better trusted less than the keyword leg (see BENCHMARKS.md).
+	RRFVectorWeight, RRFKeywordWeight float64
 }
 
 // Validate reports a setting that is out of range. Zero means default and is
@@ -165,7 +169,8 @@ func (e *Engine) Search(ctx context.Context, req memindex.SearchRequest) (memind
 	case memindex.ModeVector:
 		fused, fusion = single(vec.cands, true), "none"
 	default:
-		fused = Fuse(req.Fusion, vec.cands, kw.cands, FuseParams{RRFK: e.cfg.RRFK, VectorWeight: e.cfg.VectorWeight, KeywordWeight: e.cfg.KeywordWeight})
+		fused = Fuse(req.Fusion, vec.cands, kw.cands, FuseParams{RRFK: e.cfg.RRFK, VectorWeight: e.cfg.VectorWeight, KeywordWeight: e.cfg.KeywordWeight,
+			RRFVectorWeight: e.cfg.RRFVectorWeight, RRFKeywordWeight: e.cfg.RRFKeywordWeight})
 	}
 	n := 0
 	for _, f := range fused {

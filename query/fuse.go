@@ -24,6 +24,10 @@ type FuseParams struct {
 	RRFK          float64
 	VectorWeight  float64
 	KeywordWeight float64
+	// RRFVectorWeight and RRFKeywordWeight weigh each leg's 1/(k+rank) in
+	// RRF; zero for both means 1 and 1 (plain RRF).
+	RRFVectorWeight  float64
+	RRFKeywordWeight float64
 }
 
 func (p FuseParams) withDefaults() FuseParams {
@@ -32,6 +36,9 @@ func (p FuseParams) withDefaults() FuseParams {
 	}
 	if p.VectorWeight == 0 && p.KeywordWeight == 0 {
 		p.VectorWeight, p.KeywordWeight = DefaultVectorWeight, DefaultKeywordWeight
+	}
+	if p.RRFVectorWeight == 0 && p.RRFKeywordWeight == 0 {
+		p.RRFVectorWeight, p.RRFKeywordWeight = 1, 1
 	}
 	return p
 }
@@ -100,12 +107,20 @@ func Fuse(method string, vector, keyword []store.Candidate, p FuseParams) []Fuse
 		default:
 			var sum float64
 			if f.VectorRank > 0 {
-				sum += 1 / (p.RRFK + float64(f.VectorRank))
+				sum += p.RRFVectorWeight / (p.RRFK + float64(f.VectorRank))
 			}
 			if f.KeywordRank > 0 {
-				sum += 1 / (p.RRFK + float64(f.KeywordRank))
+				sum += p.RRFKeywordWeight / (p.RRFK + float64(f.KeywordRank))
 			}
-			f.Score = sum / (float64(legs) / (p.RRFK + 1))
+			// Normalised so that first place in every leg that answered is 1.
+			var most float64
+			if len(vector) > 0 {
+				most += p.RRFVectorWeight
+			}
+			if len(keyword) > 0 {
+				most += p.RRFKeywordWeight
+			}
+			f.Score = sum / (most / (p.RRFK + 1))
 		}
 		out = append(out, *f)
 	}

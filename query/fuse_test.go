@@ -1,6 +1,7 @@
 package query
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -183,5 +184,28 @@ func benchmarkFuse(b *testing.B, n int) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Fuse(memindex.FusionRRF, vec, kw, FuseParams{})
+	}
+}
+
+func TestFuseRRFLegWeights(t *testing.T) {
+	vec := []store.Candidate{{ID: "v", Score: 0.9, Rank: 1}, {ID: "k", Score: 0.5, Rank: 2}}
+	kw := []store.Candidate{{ID: "k", Score: 0.8, Rank: 1}, {ID: "v", Score: 0.1, Rank: 2}}
+	tests := []struct {
+		name     string
+		vw, kw   float64
+		wantTop  string
+		wantBest float64
+	}{
+		{"plain RRF ties on rank, ID breaks it", 0, 0, "k", (1.0/61 + 1.0/62) / (2.0 / 61)},
+		{"keyword trusted more", 0.25, 1, "k", (1.0/61 + 0.25/62) / (1.25 / 61)},
+		{"vector trusted more", 1, 0.25, "v", (1.0/61 + 0.25/62) / (1.25 / 61)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Fuse(memindex.FusionRRF, vec, kw, FuseParams{RRFVectorWeight: tt.vw, RRFKeywordWeight: tt.kw})
+			if got[0].ID != tt.wantTop || math.Abs(got[0].Score-tt.wantBest) > 1e-12 {
+				t.Fatalf("Fuse()[0]=%s %.6f, want %s %.6f", got[0].ID, got[0].Score, tt.wantTop, tt.wantBest)
+			}
+		})
 	}
 }

@@ -59,6 +59,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	chunkTokens := fs.Int("chunk-tokens", 400, "session window budget in tokens")
 	overlap := fs.Int("chunk-overlap", 60, "window overlap in tokens")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	rrfVector := fs.Float64("rrf-vector-weight", 1, "weight of the vector leg in RRF")
+	rrfKeyword := fs.Float64("rrf-keyword-weight", 1, "weight of the keyword leg in RRF")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
@@ -76,7 +78,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer os.RemoveAll(tmp)
 	cfg := serveConfig{listen: "127.0.0.1:-1", data: tmp, partitions: memindex.DefaultPartitions, provider: providerFlags{name: "builtin"},
-		batch: 1000, embedBatch: 64, embedConc: 4, chunkTokens: *chunkTokens, overlap: *overlap, worker: "eval", maxPending: 1024}
+		batch: 1000, embedBatch: 64, embedConc: 4, chunkTokens: *chunkTokens, overlap: *overlap, worker: "eval", maxPending: 1024,
+		rrfVector: *rrfVector, rrfKeyword: *rrfKeyword}
 	n, err := startNode(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err

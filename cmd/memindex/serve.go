@@ -40,6 +40,8 @@ type serveConfig struct {
 	provider    providerFlags
 	cacheMax    int64
 	rateLimit   embedder.RateLimitConfig
+	rrfVector   float64
+	rrfKeyword  float64
 	breaker     embedder.BreakerConfig
 	batch       int
 	embedBatch  int
@@ -62,6 +64,8 @@ func runServe(ctx context.Context, args []string) error {
 	fs.StringVar(&c.data, "data", env("MEMINDEX_DATA", "./data"), "data directory: shards, embedding cache, embedded NATS store (MEMINDEX_DATA)")
 	fs.IntVar(&c.partitions, "partitions", envInt("MEMINDEX_PARTITIONS", 0), "partitions P of a new stream (0: the existing stream's, or 16); fixed for the life of the stream (MEMINDEX_PARTITIONS)")
 	c.provider.register(fs)
+	fs.Float64Var(&c.rrfVector, "rrf-vector-weight", 1, "weight of the vector leg in RRF fusion")
+	fs.Float64Var(&c.rrfKeyword, "rrf-keyword-weight", 1, "weight of the keyword leg in RRF fusion")
 	fs.IntVar(&c.rateLimit.RequestsPerMinute, "embed-rpm", envInt("MEMINDEX_EMBED_RPM", 0), "provider requests per minute; 0: unlimited (MEMINDEX_EMBED_RPM)")
 	fs.IntVar(&c.rateLimit.TokensPerMinute, "embed-tpm", envInt("MEMINDEX_EMBED_TPM", 0), "provider tokens per minute (estimated); 0: unlimited (MEMINDEX_EMBED_TPM)")
 	fs.IntVar(&c.breaker.Failures, "breaker-failures", envInt("MEMINDEX_BREAKER_FAILURES", 5), "consecutive provider failures that open the circuit breaker (MEMINDEX_BREAKER_FAILURES)")
@@ -200,7 +204,7 @@ func startNode(ctx context.Context, c serveConfig, log *slog.Logger) (_ *node, e
 		}
 		return n.routes[p].Load().searcher, p, nil
 	})
-	engine := query.NewEngine(query.EngineConfig{}, router, n.cached)
+	engine := query.NewEngine(query.EngineConfig{RRFVectorWeight: c.rrfVector, RRFKeywordWeight: c.rrfKeyword}, router, n.cached)
 	n.svc, err = query.NewService(n.nc, query.ServiceConfig{
 		Version: serviceVersion, Workers: c.searchPool, MaxPending: c.maxPending, Worker: c.worker,
 	}, engine, n.status)
