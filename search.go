@@ -48,6 +48,14 @@ type SearchRequest struct {
 	Mode       string   `json:"mode,omitempty"`
 	Fusion     string   `json:"fusion,omitempty"`
 	Explain    bool     `json:"explain,omitempty"`
+	// MMR re-ranks the hits by maximal marginal relevance with MMRLambda
+	// (0: 0.7), trading relevance for fewer near-duplicate hits. Off by
+	// default: on LoCoMo it lowered recall (BENCHMARKS.md).
+	MMR       bool    `json:"mmr,omitempty"`
+	MMRLambda float64 `json:"mmrLambda,omitempty"`
+	// HalfLifeHours decays the score of older session and record hits by
+	// half every so many hours (0: off; memory files never decay).
+	HalfLifeHours float64 `json:"halfLifeHours,omitempty"`
 }
 
 // Normalize fills defaults (k, mode, fusion) and validates the request. The
@@ -98,6 +106,12 @@ func (r *SearchRequest) Normalize() error {
 			return fieldErr(f.name, "%q is not an RFC 3339 time like 2026-01-01T00:00:00Z", truncate(f.v, 60))
 		}
 	}
+	if r.MMRLambda < 0 || r.MMRLambda > 1 {
+		return fieldErr("mmrLambda", "must be between 0 and 1, got %g", r.MMRLambda)
+	}
+	if r.HalfLifeHours < 0 {
+		return fieldErr("halfLifeHours", "must not be negative, got %g", r.HalfLifeHours)
+	}
 	if err := checkKey("sessionKey", r.SessionKey, false); err != nil {
 		return err
 	}
@@ -121,10 +135,13 @@ type SearchResponse struct {
 	// Legs says which legs ran and answered.
 	Legs Legs `json:"legs"`
 	// Degraded lists, in words, why a leg did not answer or answered in part.
-	Degraded   []string `json:"degraded,omitempty"`
-	Partition  int      `json:"partition"`
-	AppliedSeq uint64   `json:"appliedSeq"`
-	TookMs     float64  `json:"tookMs"`
+	Degraded []string `json:"degraded,omitempty"`
+	// Abstained says why no hit is returned although chunks exist: neither
+	// leg found a confident match.
+	Abstained  string  `json:"abstained,omitempty"`
+	Partition  int     `json:"partition"`
+	AppliedSeq uint64  `json:"appliedSeq"`
+	TookMs     float64 `json:"tookMs"`
 }
 
 // Legs reports the vector and keyword legs of one search.
@@ -170,6 +187,10 @@ type HitScores struct {
 	Keyword     float64 `json:"keyword"`
 	KeywordRank int     `json:"keywordRank"`
 	Fusion      string  `json:"fusion"`
+	// Decay is the recency factor applied (1 or absent: none).
+	Decay float64 `json:"decay,omitempty"`
+	// MMRRank is the hit's place after MMR re-ranking (0: MMR off).
+	MMRRank int `json:"mmrRank,omitempty"`
 }
 
 // ErrorBody is the JSON body of an error reply, next to micro's error headers.

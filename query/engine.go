@@ -46,6 +46,13 @@ type EngineConfig struct {
 	// both: 1 and 1). A weak vector leg, like the built-in embedder's, is
 	// better trusted less than the keyword leg (see BENCHMARKS.md).
 	RRFVectorWeight, RRFKeywordWeight float64
+	// MMRLambda is the λ of a search that asks for MMR without one
+	// (0: DefaultMMRLambda).
+	MMRLambda float64
+	// AbstainVectorScore is the vector score below which a search whose
+	// keyword leg matched nothing abstains (0: DefaultAbstainVectorScore;
+	// negative: never abstain).
+	AbstainVectorScore float64
 }
 
 // Validate reports a setting that is out of range. Zero means default and is
@@ -189,7 +196,26 @@ func (e *Engine) Search(ctx context.Context, req memindex.SearchRequest) (memind
 			}
 		}
 	}
-	hits, dropped, err := e.hydrate(ctx, shard, req, fused, snippets, fusion)
+	if why := abstention(kw, vec, e.abstainAt()); why != "" && req.Mode != memindex.ModeKeyword {
+		resp.Abstained = why
+		fused = nil
+	}
+	lambda := 1.0 // off
+	if req.MMR {
+		lambda = req.MMRLambda
+		if lambda == 0 {
+			lambda = e.mmrLambda()
+		}
+	}
+	pool := req
+	if lambda < 1 || req.HalfLifeHours > 0 {
+		pool.K = min(req.K*mmrPool, memindex.MaxK) // choose k from a larger pool
+	}
+	hits, dropped, err := e.hydrate(ctx, shard, pool, fused, snippets, fusion)
+	if err == nil {
+		applyDecay(hits, time.Duration(req.HalfLifeHours*float64(time.Hour)), time.Now())
+		hits = mmr(hits, req.K, lambda)
+	}
 	if err != nil {
 		return memindex.SearchResponse{}, fmt.Errorf("search %s: %w", req.Namespace, err)
 	}
@@ -434,3 +460,20 @@ func cut(s string, n int) string {
 
 // millis returns d in milliseconds, rounded to the microsecond.
 func millis(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }
+
+func (e *Engine) mmrLambda() float64 {
+	if e.cfg.MMRLambda == 0 {
+		return DefaultMMRLambda
+	}
+	return e.cfg.MMRLambda
+}
+
+func (e *Engine) abstainAt() float64 {
+	switch {
+	case e.cfg.AbstainVectorScore == 0:
+		return DefaultAbstainVectorScore
+	case e.cfg.AbstainVectorScore < 0:
+		return 0
+	}
+	return e.cfg.AbstainVectorScore
+}

@@ -31,6 +31,9 @@ func runSearch(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&req.After, "after", "", "only chunks at or after this RFC 3339 time")
 	fs.StringVar(&req.Before, "before", "", "only chunks before this RFC 3339 time")
 	fs.BoolVar(&req.Explain, "explain", false, "show per-leg scores and ranks")
+	fs.BoolVar(&req.MMR, "mmr", false, "re-rank by maximal marginal relevance (fewer near-duplicate hits)")
+	fs.Float64Var(&req.MMRLambda, "mmr-lambda", 0, "with --mmr: relevance vs novelty, 0..1 (0: 0.7)")
+	fs.Float64Var(&req.HalfLifeHours, "half-life", 0, "decay older session and record hits by half every so many hours (0: off)")
 	fs.StringVar(&req.DirPath, "dir-path", "", "a project: its memory files and the global ones (other projects' files are left out)")
 	fs.Func("source", "only this source: sessions or files (repeatable)", func(v string) error {
 		req.Sources = append(req.Sources, v)
@@ -73,6 +76,9 @@ func printSearch(w io.Writer, r memindex.SearchResponse, explain bool) {
 	fmt.Fprintf(w, "%d hits in %s (partition %d, applied seq %d, %.1f ms)\n", len(r.Hits), r.Namespace, r.Partition, r.AppliedSeq, r.TookMs)
 	for _, d := range r.Degraded {
 		fmt.Fprintf(w, "degraded: %s\n", d)
+	}
+	if r.Abstained != "" {
+		fmt.Fprintf(w, "abstained: %s\n", r.Abstained)
 	}
 	for i, h := range r.Hits {
 		where := h.SessionKey + "/" + h.SessionID
