@@ -346,22 +346,8 @@ func (w *writer) deleteSession(ref SessionRef) error {
 	if err != nil {
 		return err
 	}
-	var dels []deletedChunk
-	for rows.Next() {
-		var d deletedChunk
-		if err := rows.Scan(&d.rowid, &d.text, &d.hasVector); err != nil {
-			rows.Close()
-			return err
-		}
-		dels = append(dels, d)
-	}
-	if err := rows.Close(); err != nil {
+	if err := w.dropDeleted(ref.Namespace, rows); err != nil {
 		return err
-	}
-	for _, d := range dels {
-		if err := w.dropChunkIndexes(ref.Namespace, d); err != nil {
-			return err
-		}
 	}
 	return nil
 }
@@ -545,22 +531,8 @@ func (w *writer) deleteDocChunks(ns, source, path string, row bool) error {
 	if err != nil {
 		return err
 	}
-	var dels []deletedChunk
-	for rows.Next() {
-		var d deletedChunk
-		if err := rows.Scan(&d.rowid, &d.text, &d.hasVector); err != nil {
-			rows.Close()
-			return err
-		}
-		dels = append(dels, d)
-	}
-	if err := rows.Close(); err != nil {
+	if err := w.dropDeleted(ns, rows); err != nil {
 		return err
-	}
-	for _, d := range dels {
-		if err := w.dropChunkIndexes(ns, d); err != nil {
-			return err
-		}
 	}
 	if row {
 		_, err = w.tx.ExecContext(w.ctx, sqlDeleteFile, ns, path)
@@ -581,6 +553,29 @@ func (w *writer) upsertFile(f *FileUpsert) error {
 		c.Namespace, c.Path, c.DirPath, c.Source = f.Namespace, f.Path, f.DirPath, "files"
 		if err := w.insertChunk(&c); err != nil {
 			return fmt.Errorf("chunk %s: %w", c.ID, err)
+		}
+	}
+	return nil
+}
+
+// dropDeleted reads the rows of a DELETE ... RETURNING rowid, text,
+// has_vector on chunks and removes their FTS rows and vectors.
+func (w *writer) dropDeleted(ns string, rows *sql.Rows) error {
+	var dels []deletedChunk
+	for rows.Next() {
+		var d deletedChunk
+		if err := rows.Scan(&d.rowid, &d.text, &d.hasVector); err != nil {
+			rows.Close()
+			return err
+		}
+		dels = append(dels, d)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, d := range dels {
+		if err := w.dropChunkIndexes(ns, d); err != nil {
+			return err
 		}
 	}
 	return nil
