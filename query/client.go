@@ -69,25 +69,47 @@ func (c *Client) Search(ctx context.Context, req memindex.SearchRequest) (memind
 // serving the error wraps ErrNoWorker; when ctx ends first, the replies so
 // far come with the context's error.
 func (c *Client) Status(ctx context.Context, wait time.Duration) ([]memindex.StatusResponse, error) {
+	out, err := gather[memindex.StatusResponse](ctx, c.nc, memindex.StatusSubject, wait)
+	slices.SortFunc(out, func(a, b memindex.StatusResponse) int { return strings.Compare(a.Worker, b.Worker) })
+	if err != nil {
+		return out, fmt.Errorf("status: %w", err)
+	}
+	return out, nil
+}
+
+// Health asks every worker for its health probe answer and gathers the
+// replies as Status does, sorted by worker name.
+func (c *Client) Health(ctx context.Context, wait time.Duration) ([]memindex.HealthResponse, error) {
+	out, err := gather[memindex.HealthResponse](ctx, c.nc, memindex.HealthSubject, wait)
+	slices.SortFunc(out, func(a, b memindex.HealthResponse) int { return strings.Compare(a.Worker, b.Worker) })
+	if err != nil {
+		return out, fmt.Errorf("health: %w", err)
+	}
+	return out, nil
+}
+
+// gather sends one request on subject and decodes every reply that arrives
+// until wait passes or ctx ends.
+func gather[T any](ctx context.Context, nc *nats.Conn, subject string, wait time.Duration) ([]T, error) {
 	// A plain inbox, not one under the request mux's wildcard: the server
 	// addresses its no-responders notice to one subscription matching it.
 	inbox := nats.NewInbox()
-	sub, err := c.nc.SubscribeSync(inbox)
+	sub, err := nc.SubscribeSync(inbox)
 	if err != nil {
-		return nil, fmt.Errorf("status: subscribe: %w", err)
+		return nil, fmt.Errorf("subscribe: %w", err)
 	}
 	defer sub.Unsubscribe() //nolint:errcheck // nothing to do about it
-	if err := c.nc.PublishRequest(memindex.StatusSubject, inbox, nil); err != nil {
-		return nil, fmt.Errorf("status: %w", err)
+	if err := nc.PublishRequest(subject, inbox, nil); err != nil {
+		return nil, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	var out []memindex.StatusResponse
+	var out []T
 	var errs []error
 	for {
 		msg, err := sub.NextMsgWithContext(wctx)
 		if errors.Is(err, nats.ErrNoResponders) {
-			return nil, fmt.Errorf("status: %w", ErrNoWorker)
+			return nil, ErrNoWorker
 		}
 		if err != nil {
 			break
@@ -96,19 +118,18 @@ func (c *Client) Status(ctx context.Context, wait time.Duration) ([]memindex.Sta
 			errs = append(errs, rerr)
 			continue
 		}
-		var st memindex.StatusResponse
-		if err := json.Unmarshal(msg.Data, &st); err != nil {
-			errs = append(errs, fmt.Errorf("decode status reply: %w", err))
+		var v T
+		if err := json.Unmarshal(msg.Data, &v); err != nil {
+			errs = append(errs, fmt.Errorf("decode reply: %w", err))
 			continue
 		}
-		out = append(out, st)
+		out = append(out, v)
 	}
-	slices.SortFunc(out, func(a, b memindex.StatusResponse) int { return strings.Compare(a.Worker, b.Worker) })
 	if err := ctx.Err(); err != nil {
-		return out, fmt.Errorf("status: %w", err)
+		return out, err
 	}
 	if len(out) == 0 && len(errs) > 0 {
-		return nil, fmt.Errorf("status: %w", errors.Join(errs...))
+		return nil, errors.Join(errs...)
 	}
 	return out, nil
 }

@@ -151,6 +151,11 @@ func NewService(nc *nats.Conn, cfg ServiceConfig, e *Engine, status StatusFunc) 
 		cancel()
 		return nil, errors.Join(fmt.Errorf("add read endpoint: %w", err), svc.Stop())
 	}
+	if err := svc.AddEndpoint("health", micro.HandlerFunc(s.handleHealth),
+		micro.WithEndpointSubject(memindex.HealthSubject), micro.WithEndpointQueueGroupDisabled()); err != nil {
+		cancel()
+		return nil, errors.Join(fmt.Errorf("add health endpoint: %w", err), svc.Stop())
+	}
 	if err := svc.AddEndpoint("status", micro.HandlerFunc(s.handleStatus),
 		micro.WithEndpointSubject(memindex.StatusSubject), micro.WithEndpointQueueGroupDisabled()); err != nil {
 		cancel()
@@ -319,6 +324,20 @@ func (s *Service) handleRead(r micro.Request) {
 		return
 	}
 	_ = r.RespondJSON(resp)
+}
+
+// handleHealth answers a probe with this worker's condensed status.
+func (s *Service) handleHealth(r micro.Request) {
+	st := memindex.StatusResponse{Worker: s.cfg.Worker, Ready: true}
+	if s.status != nil {
+		ctx, cancel := context.WithTimeout(s.ctx, statusTimeout)
+		st = s.status(ctx)
+		cancel()
+	}
+	if st.Worker == "" {
+		st.Worker = s.cfg.Worker
+	}
+	_ = r.RespondJSON(memindex.HealthOf(st))
 }
 
 func (s *Service) handleStatus(r micro.Request) {

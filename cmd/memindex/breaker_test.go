@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -103,6 +104,10 @@ func TestProviderOutageOpensTheBreaker(t *testing.T) {
 		m, w := waiting(s)
 		return s.Embedder.Breaker == embedder.BreakerOpen && m == 30 && w > 0
 	})
+	hs, err := cl.Health(context.Background(), 200*time.Millisecond)
+	if err != nil || len(hs) != 1 || hs[0].Status != memindex.HealthDegraded || !strings.Contains(hs[0].Embeddings, "breaker open") {
+		t.Fatalf("health during the outage = %+v, %v; want degraded, naming the open breaker", hs, err)
+	}
 	resp, err := cl.Search(context.Background(), memindex.SearchRequest{Namespace: "beacon", Query: "lighthouse keeper"})
 	if err != nil || len(resp.Hits) == 0 || resp.Legs.Vector.Answered || len(resp.Degraded) == 0 {
 		t.Fatalf("search during the outage = %d hits, vector leg %+v, degraded %q, %v; want keyword hits, flagged", len(resp.Hits), resp.Legs.Vector, resp.Degraded, err)

@@ -81,6 +81,15 @@ func TestCLIPublishSearchStatusDLQ(t *testing.T) {
 		t.Fatalf("search output %q, want the hit's session", human)
 	}
 
+	var hb bytes.Buffer
+	if err := runHealth(ctx, append(srv, "--json", "--fail-on-degraded"), &hb); err != nil {
+		t.Fatalf("health: %v\n%s", err, hb.String())
+	}
+	var hs []memindex.HealthResponse
+	if err := json.Unmarshal(hb.Bytes(), &hs); err != nil || len(hs) != 1 || hs[0].Status != memindex.HealthOK {
+		t.Fatalf("health --json = %s (%v), want one worker ok", hb.String(), err)
+	}
+
 	var rd memindex.ReadResponse
 	readOut := run(func(b *bytes.Buffer) error {
 		return runRead(ctx, append(srv, "--namespace", "demo", "--session", "chat", "--session-id", "s1", "--from", "2", "--count", "5", "--json"), b)

@@ -21,6 +21,7 @@ Usage:
   memindex read    --namespace NS --session KEY --session-id ID [--from N]
                                            a session's messages by seq range
   memindex status                          ask the running workers how they are
+  memindex health                          probe: ok, degraded or down per worker (exit 1 when down)
   memindex dlq list|show SEQ|replay SEQ    see and re-publish dead-lettered events
   memindex rebuild --partition N | --all   drop shards of a stopped worker; the next serve rebuilds them from the stream
   memindex bench   [flags]                 measure ingest rate and search latency
@@ -52,6 +53,8 @@ func main() {
 		err = runSearch(ctx, args, os.Stdout)
 	case "read":
 		err = runRead(ctx, args, os.Stdout)
+	case "health":
+		err = runHealth(ctx, args, os.Stdout)
 	case "status":
 		err = runStatus(ctx, args, os.Stdout)
 	case "dlq":

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -62,6 +63,53 @@ func runRead(ctx context.Context, args []string, stdout io.Writer) error {
 			last = resp.Messages[n-1].Seq
 		}
 		fmt.Fprintf(stdout, "… more from seq %d (--from %d)\n", last+1, last+1)
+	}
+	return nil
+}
+
+func runHealth(ctx context.Context, args []string, stdout io.Writer) error {
+	var conn connFlags
+	fs := newFlagSet("health", "[flags]")
+	conn.register(fs, nats.DefaultURL)
+	wait := fs.Duration("wait", 500*time.Millisecond, "how long to gather answers from workers")
+	strict := fs.Bool("fail-on-degraded", false, "exit non-zero when a worker is degraded, not only when one is down")
+	asJSON := fs.Bool("json", false, "print the answers as JSON")
+	if _, err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	nc, err := conn.connect("memindex health")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	hs, err := query.NewClient(nc).Health(ctx, *wait)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(hs); err != nil {
+			return err
+		}
+	}
+	bad := 0
+	for _, h := range hs {
+		if !*asJSON {
+			fmt.Fprintf(stdout, "%s: %s (embeddings %s; vectors %s)\n", h.Worker, h.Status, h.Embeddings, h.Vectors)
+			for _, p := range h.Problems {
+				fmt.Fprintf(stdout, "  - %s\n", p)
+			}
+		}
+		if h.Status == memindex.HealthDown || (*strict && h.Status != memindex.HealthOK) {
+			bad++
+		}
+	}
+	switch {
+	case len(hs) == 0:
+		return fmt.Errorf("no memindex worker answered; start one with `memindex serve`")
+	case bad > 0:
+		return fmt.Errorf("%d of %d workers are not healthy", bad, len(hs))
 	}
 	return nil
 }

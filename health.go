@@ -1,0 +1,63 @@
+package memindex
+
+import (
+	"fmt"
+	"time"
+)
+
+// HealthSubject is the health endpoint; every worker answers it.
+const HealthSubject = "memindex.health"
+
+// Health states.
+const (
+	HealthOK       = "ok"
+	HealthDegraded = "degraded"
+	HealthDown     = "down"
+)
+
+// HealthResponse is one worker's probe answer: whether it serves, and
+// whether embeddings and vectors are available, in words.
+type HealthResponse struct {
+	Type       string `json:"type"` // "health"
+	Worker     string `json:"worker"`
+	Status     string `json:"status"` // ok, degraded or down
+	Ready      bool   `json:"ready"`
+	Embeddings string `json:"embeddings"`
+	Vectors    string `json:"vectors"`
+	// Problems lists, in words, what makes the status less than ok.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// VectorLag is how long the oldest chunk may wait for its vector before
+// health calls the vectors degraded.
+const VectorLag = time.Minute
+
+// HealthOf condenses a status into a health answer.
+func HealthOf(st StatusResponse) HealthResponse {
+	h := HealthResponse{Type: "health", Worker: st.Worker, Status: HealthOK, Ready: st.Ready, Embeddings: HealthOK, Vectors: HealthOK}
+	if !st.Ready {
+		h.Status = HealthDown
+		h.Problems = append(h.Problems, "the worker is not consuming")
+	}
+	if st.Embedder.Breaker != "" && st.Embedder.Breaker != "closed" {
+		h.Embeddings = fmt.Sprintf("provider circuit breaker %s until %s", st.Embedder.Breaker, st.Embedder.BreakerOpenUntil)
+		h.Problems = append(h.Problems, "embeddings: "+h.Embeddings)
+	}
+	var waiting int64
+	var oldest float64
+	for _, p := range st.Partitions {
+		waiting += p.VectorsWaiting
+		oldest = max(oldest, p.OldestWaitSeconds)
+		if p.Error != "" {
+			h.Problems = append(h.Problems, fmt.Sprintf("partition %d: %s", p.Partition, p.Error))
+		}
+	}
+	if waiting > 0 && oldest > VectorLag.Seconds() {
+		h.Vectors = fmt.Sprintf("%d chunks wait for vectors, the oldest for %.0fs (keyword search covers them)", waiting, oldest)
+		h.Problems = append(h.Problems, "vectors: "+h.Vectors)
+	}
+	if h.Status == HealthOK && len(h.Problems) > 0 {
+		h.Status = HealthDegraded
+	}
+	return h
+}
