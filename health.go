@@ -43,11 +43,9 @@ func HealthOf(st StatusResponse) HealthResponse {
 		h.Embeddings = fmt.Sprintf("provider circuit breaker %s until %s", st.Embedder.Breaker, st.Embedder.BreakerOpenUntil)
 		h.Problems = append(h.Problems, "embeddings: "+h.Embeddings)
 	}
-	var waiting int64
-	var oldest float64
+	total := st.Total()
+	waiting, oldest := total.VectorsWaiting, total.OldestWaitSeconds
 	for _, p := range st.Partitions {
-		waiting += p.VectorsWaiting
-		oldest = max(oldest, p.OldestWaitSeconds)
 		if p.Error != "" {
 			h.Problems = append(h.Problems, fmt.Sprintf("partition %d: %s", p.Partition, p.Error))
 		}

@@ -65,3 +65,22 @@ type PartitionStatus struct {
 	RecordsMerged uint64 `json:"recordsMerged"`
 	Error         string `json:"error,omitempty"`
 }
+
+// Total sums the counts of every partition (OldestWaitSeconds is the
+// largest; Partition is -1).
+func (s StatusResponse) Total() PartitionStatus {
+	t := PartitionStatus{Partition: -1}
+	for _, p := range s.Partitions {
+		t.Pending += p.Pending
+		t.AckPending += p.AckPending
+		t.Messages += p.Messages
+		t.Chunks += p.Chunks
+		t.Sessions += p.Sessions
+		t.VectorsWaiting += p.VectorsWaiting
+		t.OldestWaitSeconds = max(t.OldestWaitSeconds, p.OldestWaitSeconds)
+		t.Namespaces += p.Namespaces
+		t.DLQ += p.DLQ
+		t.RecordsMerged += p.RecordsMerged
+	}
+	return t
+}

@@ -46,7 +46,9 @@ func (p *planner) add(e memindex.Event) {
 		ref := store.SessionRef{Namespace: e.Namespace, SessionKey: e.SessionKey, SessionID: e.SessionID}
 		sp := p.sessions[ref]
 		if sp == nil {
-			sp = &sessionPlan{ref: ref, msgs: make(map[int64]store.Message)}
+			// A deletion earlier in this batch empties the stored session
+			// before these messages apply, even if it came first.
+			sp = &sessionPlan{ref: ref, msgs: make(map[int64]store.Message), reset: p.deletedEarlier(ref)}
 			p.sessions[ref] = sp
 			p.order = append(p.order, ref)
 		}
@@ -83,9 +85,15 @@ func (p *planner) add(e memindex.Event) {
 	}
 }
 
-// deletedBefore reports whether a deletion in this batch covers ref, so its
-// stored state is gone by the time its messages apply.
-func (p *planner) deletedBefore(sp *sessionPlan) bool { return sp.reset }
+// deletedEarlier reports whether a session.deleted already added covers ref.
+func (p *planner) deletedEarlier(ref store.SessionRef) bool {
+	for _, d := range p.deletes {
+		if d.Namespace == ref.Namespace && d.SessionKey == ref.SessionKey && (d.SessionID == "" || d.SessionID == ref.SessionID) {
+			return true
+		}
+	}
+	return false
+}
 
 // build reads each touched session's stored tail from sh, re-chunks it with
 // the new messages, and returns the batch with the chunks that need vectors.
@@ -107,13 +115,13 @@ func (p *planner) build(ctx context.Context, sh Shard, cc chunker.Config, mc chu
 		from := int64(1)
 		var spans []store.ChunkSpan
 		var stored []store.Message
-		if !p.deletedBefore(sp) {
+		if !sp.reset { // a deletion in this batch emptied the stored session
 			var err error
 			if spans, err = sh.SessionChunkSpans(ctx, ref); err != nil {
 				return b, nil, fmt.Errorf("plan session %q: %w", ref.SessionKey, err)
 			}
 			from = rechunkFrom(spans, news[0].Seq)
-			if stored, err = sh.SessionMessages(ctx, ref, from); err != nil {
+			if stored, err = sh.SessionMessages(ctx, ref, from, 0); err != nil {
 				return b, nil, fmt.Errorf("plan session %q: %w", ref.SessionKey, err)
 			}
 		}

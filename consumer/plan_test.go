@@ -70,6 +70,13 @@ func TestPlannerDeleteThenAppend(t *testing.T) {
 	if len(p.deletes) != 1 {
 		t.Fatalf("deletes=%v, want 1", p.deletes)
 	}
+	// A session first seen after the deletion in the same batch is reset too.
+	other := msg(1)
+	other.SessionID = "s2"
+	p.add(other)
+	if sp := p.sessions[store.SessionRef{Namespace: "n", SessionKey: "k", SessionID: "s2"}]; !sp.reset {
+		t.Fatal("a session first seen after its key was deleted in the batch is not marked reset: its stored messages would be re-chunked in")
+	}
 }
 
 func TestGraceContext(t *testing.T) {

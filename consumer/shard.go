@@ -12,7 +12,7 @@ type Shard interface {
 	Apply(ctx context.Context, b store.Batch) (store.ApplyStats, error)
 	AppliedSeq(ctx context.Context) (uint64, error)
 	SessionChunkSpans(ctx context.Context, ref store.SessionRef) ([]store.ChunkSpan, error)
-	SessionMessages(ctx context.Context, ref store.SessionRef, fromSeq int64) ([]store.Message, error)
+	SessionMessages(ctx context.Context, ref store.SessionRef, fromSeq int64, limit int) ([]store.Message, error)
 	PendingVectors(ctx context.Context, limit int) ([]store.PendingChunk, error)
 	SetVectors(ctx context.Context, vs []store.ChunkVector) (int, error)
 	Stats(ctx context.Context) (store.Stats, error)

@@ -14,7 +14,7 @@ import (
 // SessionReader is what a shard offers to read a session back; *store.Shard
 // satisfies it.
 type SessionReader interface {
-	SessionMessages(ctx context.Context, ref store.SessionRef, fromSeq int64) ([]store.Message, error)
+	SessionMessages(ctx context.Context, ref store.SessionRef, fromSeq int64, limit int) ([]store.Message, error)
 }
 
 // Read returns a session's messages from req.From on, at most req.Count,
@@ -35,19 +35,19 @@ func (e *Engine) Read(ctx context.Context, req memindex.ReadRequest) (memindex.R
 	if !ok {
 		return memindex.ReadResponse{}, fmt.Errorf("read %s: %w", req.Namespace, errors.New("this shard cannot read sessions back"))
 	}
-	msgs, err := rd.SessionMessages(ctx, store.SessionRef{Namespace: req.Namespace, SessionKey: req.SessionKey, SessionID: req.SessionID}, req.From)
+	// One more than asked tells whether more follow.
+	msgs, err := rd.SessionMessages(ctx, store.SessionRef{Namespace: req.Namespace, SessionKey: req.SessionKey, SessionID: req.SessionID}, req.From, req.Count+1)
 	if err != nil {
 		return memindex.ReadResponse{}, fmt.Errorf("read %s: %w", req.Namespace, err)
 	}
 	resp := memindex.ReadResponse{Type: "read.result", Version: 1, Namespace: req.Namespace,
 		SessionKey: req.SessionKey, SessionID: req.SessionID, Messages: []memindex.ReadMessage{}}
-	for i, m := range msgs {
+	if len(msgs) > req.Count {
+		msgs, resp.More = msgs[:req.Count], true
+	}
+	for _, m := range msgs {
 		if m.Namespace != "" && m.Namespace != req.Namespace {
 			continue // defence in depth: never another namespace's data
-		}
-		if i == req.Count {
-			resp.More = true
-			break
 		}
 		rm := memindex.ReadMessage{Seq: m.Seq, ID: m.ID, Role: m.Role, Speaker: m.Speaker, Text: m.Text}
 		if !m.Time.IsZero() {

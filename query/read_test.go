@@ -17,12 +17,15 @@ type readShard struct {
 	msgs []store.Message
 }
 
-func (r readShard) SessionMessages(_ context.Context, ref store.SessionRef, from int64) ([]store.Message, error) {
+func (r readShard) SessionMessages(_ context.Context, ref store.SessionRef, from int64, limit int) ([]store.Message, error) {
 	var out []store.Message
 	for _, m := range r.msgs {
 		if m.Namespace == ref.Namespace && m.SessionKey == ref.SessionKey && m.SessionID == ref.SessionID && m.Seq >= from {
 			out = append(out, m)
 		}
+	}
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
 	}
 	return out, nil
 }

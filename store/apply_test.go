@@ -25,12 +25,15 @@ func TestApplyReadBack(t *testing.T) {
 		t.Errorf("Apply() = %+v, want %+v", st, want)
 	}
 
-	got, err := s.SessionMessages(ctx, sc.Session, 1)
+	got, err := s.SessionMessages(ctx, sc.Session, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, msgs[1:]) {
 		t.Errorf("SessionMessages(from 1) =\n%+v\nwant\n%+v", got, msgs[1:])
+	}
+	if got, err := s.SessionMessages(ctx, sc.Session, 1, 2); err != nil || !reflect.DeepEqual(got, msgs[1:3]) {
+		t.Errorf("SessionMessages(from 1, limit 2) = %+v, %v; want %+v", got, err, msgs[1:3])
 	}
 
 	spans, err := s.SessionChunkSpans(ctx, sc.Session)
@@ -79,7 +82,7 @@ func TestApplyReadBack(t *testing.T) {
 	m := msgs[0]
 	m.Text = "edited"
 	mustApply(t, s, Batch{Seq: 11, Messages: []Message{m}})
-	got, _ = s.SessionMessages(ctx, sc.Session, 0)
+	got, _ = s.SessionMessages(ctx, sc.Session, 0, 0)
 	if len(got) != 4 || got[0].Text != "edited" {
 		t.Errorf("after upsert: %d messages, first %q, want 4, edited", len(got), got[0].Text)
 	}

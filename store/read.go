@@ -38,14 +38,14 @@ func (s *Shard) SessionChunkSpans(ctx context.Context, ref SessionRef) ([]ChunkS
 }
 
 // SessionMessages returns the messages of exactly the session ref with
-// seq >= fromSeq, ordered by seq.
-func (s *Shard) SessionMessages(ctx context.Context, ref SessionRef, fromSeq int64) ([]Message, error) {
+// seq >= fromSeq, ordered by seq, at most limit of them (0: all).
+func (s *Shard) SessionMessages(ctx context.Context, ref SessionRef, fromSeq int64, limit int) ([]Message, error) {
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("session messages: %w", err)
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT seq, id, role, speaker, text, ts FROM messages
 		WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq >= ?
-		ORDER BY seq`, ref.Namespace, ref.SessionKey, ref.SessionID, fromSeq)
+		ORDER BY seq LIMIT ?`, ref.Namespace, ref.SessionKey, ref.SessionID, fromSeq, sqlLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("session messages: %w", err)
 	}
@@ -64,6 +64,14 @@ func (s *Shard) SessionMessages(ctx context.Context, ref SessionRef, fromSeq int
 		return nil, fmt.Errorf("session messages: %w", err)
 	}
 	return out, nil
+}
+
+// sqlLimit turns limit into a SQL LIMIT value: 0 or less means no limit.
+func sqlLimit(limit int) int64 {
+	if limit <= 0 {
+		return -1
+	}
+	return int64(limit)
 }
 
 // maxParams bounds the parameters of one IN (...) list.

@@ -228,7 +228,7 @@ func benchIngest(ctx context.Context, n *node, name string, lines [][]byte, ns s
 	}
 }
 
-type total struct{ messages, chunks int64 }
+type total struct{ messages, chunks, waiting int64 }
 
 func totals(ctx context.Context, n *node) total {
 	var t total
@@ -236,6 +236,7 @@ func totals(ctx context.Context, n *node) total {
 		if st, err := sh.Stats(ctx); err == nil {
 			t.messages += st.Messages
 			t.chunks += st.Chunks
+			t.waiting += st.VectorsWaiting
 		}
 	}
 	return t

@@ -93,11 +93,8 @@ func TestProviderOutageOpensTheBreaker(t *testing.T) {
 		return sts[0]
 	}
 	waiting := func(s memindex.StatusResponse) (msgs, wait int64) {
-		for _, p := range s.Partitions {
-			msgs += p.Messages
-			wait += p.VectorsWaiting
-		}
-		return msgs, wait
+		t := s.Total()
+		return t.Messages, t.VectorsWaiting
 	}
 	waitUntil(t, 30*time.Second, "the breaker to open with every message committed and waiting", func() bool {
 		s := status()

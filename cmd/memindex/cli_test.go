@@ -56,11 +56,7 @@ func TestCLIPublishSearchStatusDLQ(t *testing.T) {
 		if runStatus(ctx, append(srv, "--json", "--wait", "200ms"), &b) != nil || json.Unmarshal(b.Bytes(), &sts) != nil || len(sts) != 1 {
 			return false
 		}
-		var n int64
-		for _, p := range sts[0].Partitions {
-			n += p.Messages
-		}
-		return n == msgs && sts[0].DLQ == dlq
+		return sts[0].Total().Messages == msgs && sts[0].DLQ == dlq
 	}
 	waitUntil(t, 20*time.Second, "status to show 2 messages and 1 dead letter", func() bool { return statusShows(2, 1) })
 

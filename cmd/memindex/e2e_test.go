@@ -120,12 +120,8 @@ func TestLoCoMoEndToEnd(t *testing.T) {
 		if err != nil || len(sts) != 1 {
 			return false
 		}
-		var msgs, waiting int64
-		for _, p := range sts[0].Partitions {
-			msgs += p.Messages
-			waiting += p.VectorsWaiting
-		}
-		return msgs == int64(len(events)) && waiting == 0
+		t := sts[0].Total()
+		return t.Messages == int64(len(events)) && t.VectorsWaiting == 0
 	})
 
 	type q struct {
@@ -278,11 +274,7 @@ func TestKillAndRestartIsExactlyOnce(t *testing.T) {
 		if err != nil || len(sts) == 0 {
 			return -1
 		}
-		var msgs int64
-		for _, p := range sts[0].Partitions {
-			msgs += p.Messages
-		}
-		return msgs
+		return sts[0].Total().Messages
 	}
 	midway := 0
 	for kill := range 5 {
@@ -314,13 +306,8 @@ func TestKillAndRestartIsExactlyOnce(t *testing.T) {
 		if err != nil || len(sts) == 0 {
 			return false
 		}
-		var msgs int64
-		var pending uint64
-		for _, p := range sts[0].Partitions {
-			msgs += p.Messages
-			pending += p.Pending
-		}
-		return msgs == int64(len(events)) && pending == 0
+		t := sts[0].Total()
+		return t.Messages == int64(len(events)) && t.Pending == 0
 	})
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -361,7 +348,7 @@ func TestKillAndRestartIsExactlyOnce(t *testing.T) {
 				t.Fatalf("%v chunk %d: id %s, want %s", s.ref, i, got[i].ID, want[i].ID)
 			}
 		}
-		stored, err := sh.SessionMessages(ctx, s.ref, 1)
+		stored, err := sh.SessionMessages(ctx, s.ref, 1, 0)
 		if err != nil || len(stored) != len(s.msgs) {
 			t.Fatalf("%v: %d messages stored (%v), want %d", s.ref, len(stored), err, len(s.msgs))
 		}

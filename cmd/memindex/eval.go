@@ -97,15 +97,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	for { // wait for every vector
-		if t := totals(ctx, n); t.messages >= int64(len(events)) {
-			waiting := int64(0)
-			for _, sh := range n.shardsNow() {
-				st, _ := sh.Stats(ctx)
-				waiting += st.VectorsWaiting
-			}
-			if waiting == 0 {
-				break
-			}
+		if t := totals(ctx, n); t.messages >= int64(len(events)) && t.waiting == 0 {
+			break
 		}
 		select {
 		case <-ctx.Done():

@@ -146,15 +146,9 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 			float64(e.CacheBytes)/(1<<20), float64(e.CacheMaxBytes)/(1<<20), e.CacheEvictions)
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "partition\tapplied\tpending\tmessages\tchunks\tsessions\tvec-waiting\toldest-wait\tdlq\t")
-		var sum memindex.PartitionStatus
+		sum := s.Total()
 		hidden := 0
 		for _, p := range s.Partitions {
-			sum.Pending += p.Pending
-			sum.Messages += p.Messages
-			sum.Chunks += p.Chunks
-			sum.Sessions += p.Sessions
-			sum.VectorsWaiting += p.VectorsWaiting
-			sum.DLQ += p.DLQ
 			if !*all && p.AppliedSeq == 0 && p.Pending == 0 && p.Chunks == 0 && p.Error == "" {
 				hidden++
 				continue

@@ -224,17 +224,14 @@ func (n *node) status(ctx context.Context) memindex.StatusResponse {
 	serving := n.serving
 	n.genMu.RUnlock()
 	parts := serving.worker.Status(ctx)
-	var dlq uint64
-	for _, p := range parts {
-		dlq += p.DLQ
-	}
 	resp := memindex.StatusResponse{
 		Type: "status", Version: 1, Worker: n.cfg.worker, Ready: serving.worker.Ready(),
 		Embedder: memindex.EmbedderStatus{Provider: info.Provider, Model: info.Model, Dims: info.Dims,
 			CacheHits: st.Hits, CacheMisses: st.Misses, CacheEntries: cs.Entries, CacheBytes: cs.Bytes,
 			CacheMaxBytes: cs.MaxBytes, CacheEvictions: cs.Evictions},
-		Partitions: parts, DLQ: dlq, Switch: n.switchStatus(ctx),
+		Partitions: parts, Switch: n.switchStatus(ctx),
 	}
+	resp.DLQ = resp.Total().DLQ
 	if n.breaker != nil {
 		bs := n.breaker.State()
 		resp.Embedder.Breaker, resp.Embedder.BreakerOpens = bs.State, bs.Opens
