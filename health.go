@@ -2,6 +2,7 @@ package memindex
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -50,9 +51,18 @@ func HealthOf(st StatusResponse) HealthResponse {
 			h.Problems = append(h.Problems, fmt.Sprintf("partition %d: %s", p.Partition, p.Error))
 		}
 	}
+	var vecProblems []string
+	if fb := st.VectorFallback(); fb != "" { // degraded, never down: vector search still answers
+		vecProblems = append(vecProblems, fb)
+	}
 	if waiting > 0 && oldest > VectorLag.Seconds() {
-		h.Vectors = fmt.Sprintf("%d chunks wait for vectors, the oldest for %.0fs (keyword search covers them)", waiting, oldest)
-		h.Problems = append(h.Problems, "vectors: "+h.Vectors)
+		vecProblems = append(vecProblems, fmt.Sprintf("%d chunks wait for vectors, the oldest for %.0fs (keyword search covers them)", waiting, oldest))
+	}
+	if len(vecProblems) > 0 {
+		h.Vectors = strings.Join(vecProblems, "; ")
+		for _, p := range vecProblems {
+			h.Problems = append(h.Problems, "vectors: "+p)
+		}
 	}
 	if h.Status == HealthOK && len(h.Problems) > 0 {
 		h.Status = HealthDegraded

@@ -23,3 +23,23 @@ func TestHealthOf(t *testing.T) {
 		})
 	}
 }
+
+// TestHealthOfGoScan: partitions whose vectors run without sqlite-vec make
+// health degraded (never down), with the reason and partitions in words.
+func TestHealthOfGoScan(t *testing.T) {
+	st := StatusResponse{Ready: true, Partitions: []PartitionStatus{
+		{Partition: 0, VectorMode: VectorModeGoScan, VectorModeReason: "sqlite-vec disabled by configuration"},
+		{Partition: 1, VectorMode: VectorModeSqliteVec},
+		{Partition: 2, VectorMode: VectorModeGoScan, VectorModeReason: "sqlite-vec disabled by configuration"},
+		{Partition: 3, VectorMode: VectorModeGoScan, VectorModeReason: "vec0 table failed: write: disk image is malformed"},
+	}}
+	h := HealthOf(st)
+	want := "go-scan fallback: sqlite-vec disabled by configuration (partitions 0, 2); go-scan fallback: vec0 table failed: write: disk image is malformed (partition 3)"
+	if h.Status != HealthDegraded || h.Vectors != want || len(h.Problems) != 1 {
+		t.Fatalf("HealthOf()=%+v, want degraded with vectors %q as one problem", h, want)
+	}
+	st.Partitions = st.Partitions[1:2]
+	if h := HealthOf(st); h.Status != HealthOK || h.Vectors != HealthOK {
+		t.Fatalf("HealthOf(sqlite-vec only)=%+v, want ok", h)
+	}
+}

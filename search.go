@@ -45,9 +45,13 @@ type SearchRequest struct {
 	DirPath    string   `json:"dirPath,omitempty"`
 	After      string   `json:"after,omitempty"`
 	Before     string   `json:"before,omitempty"`
-	Mode       string   `json:"mode,omitempty"`
-	Fusion     string   `json:"fusion,omitempty"`
-	Explain    bool     `json:"explain,omitempty"`
+	// UpdatedAfter keeps hits last written at or after this RFC 3339 time
+	// (a record's or file's last upsert, a session chunk's last message);
+	// with After, the later bound applies.
+	UpdatedAfter string `json:"updatedAfter,omitempty"`
+	Mode         string `json:"mode,omitempty"`
+	Fusion       string `json:"fusion,omitempty"`
+	Explain      bool   `json:"explain,omitempty"`
 	// MMR re-ranks the hits by maximal marginal relevance with MMRLambda
 	// (0: 0.7), trading relevance for fewer near-duplicate hits. Off by
 	// default: on LoCoMo it lowered recall (BENCHMARKS.md).
@@ -98,7 +102,7 @@ func (r *SearchRequest) Normalize() error {
 			return fieldErr("sources", "%q is not one of sessions, files, records", truncate(s, 40))
 		}
 	}
-	for _, f := range []struct{ name, v string }{{"after", r.After}, {"before", r.Before}} {
+	for _, f := range []struct{ name, v string }{{"after", r.After}, {"before", r.Before}, {"updatedAfter", r.UpdatedAfter}} {
 		if f.v == "" {
 			continue
 		}
@@ -118,10 +122,14 @@ func (r *SearchRequest) Normalize() error {
 	return checkKey("sessionId", r.SessionID, false)
 }
 
-// TimeRange returns the parsed After and Before bounds; zero means unbounded.
-// Call it after Normalize.
+// TimeRange returns the parsed bounds: after is the later of After and
+// UpdatedAfter (a hit's time range must end at or after it), before is
+// Before; zero means unbounded. Call it after Normalize.
 func (r *SearchRequest) TimeRange() (after, before time.Time) {
 	after, _ = time.Parse(time.RFC3339Nano, r.After)
+	if u, err := time.Parse(time.RFC3339Nano, r.UpdatedAfter); err == nil && u.After(after) {
+		after = u
+	}
 	before, _ = time.Parse(time.RFC3339Nano, r.Before)
 	return after, before
 }
@@ -138,10 +146,28 @@ type SearchResponse struct {
 	Degraded []string `json:"degraded,omitempty"`
 	// Abstained says why no hit is returned although chunks exist: neither
 	// leg found a confident match.
-	Abstained  string  `json:"abstained,omitempty"`
-	Partition  int     `json:"partition"`
-	AppliedSeq uint64  `json:"appliedSeq"`
-	TookMs     float64 `json:"tookMs"`
+	Abstained string `json:"abstained,omitempty"`
+	// VectorFallback says, when the vector leg ran, that it ran as the
+	// in-process Go scan over vectors kept without sqlite-vec and why, e.g.
+	// "go-scan: sqlite-vec disabled by configuration" (empty: sqlite-vec).
+	// The results are complete either way.
+	VectorFallback string  `json:"vectorFallback,omitempty"`
+	Partition      int     `json:"partition"`
+	AppliedSeq     uint64  `json:"appliedSeq"`
+	TookMs         float64 `json:"tookMs"`
+	// Explain, when the request set explain, says what each stage did, in
+	// order; each hit's Scores hold its per-leg ranks and scores.
+	Explain []Stage `json:"explain,omitempty"`
+}
+
+// Stage is one step of answering a search, for explain: how many candidates
+// came in and went out, and what it did, in words.
+type Stage struct {
+	Stage  string  `json:"stage"` // keyword, vector, fusion, minScore, abstention, hydrate, decay, mmr
+	In     int     `json:"in"`
+	Out    int     `json:"out"`
+	Detail string  `json:"detail"`
+	TookMs float64 `json:"tookMs,omitempty"`
 }
 
 // Legs reports the vector and keyword legs of one search.

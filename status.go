@@ -1,5 +1,11 @@
 package memindex
 
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
 // StatusResponse is one worker's answer on StatusSubject.
 type StatusResponse struct {
 	Type       string            `json:"type"` // "status"
@@ -64,7 +70,18 @@ type PartitionStatus struct {
 	// near-duplicate record instead of adding one.
 	RecordsMerged uint64 `json:"recordsMerged"`
 	Error         string `json:"error,omitempty"`
+	// VectorMode is how the shard keeps its vectors: VectorModeSqliteVec, or
+	// VectorModeGoScan when sqlite-vec is missing, disabled or failing, with
+	// VectorModeReason saying which. Vector search answers in both.
+	VectorMode       string `json:"vectorMode,omitempty"`
+	VectorModeReason string `json:"vectorModeReason,omitempty"`
 }
+
+// Vector modes of a partition's shard (PartitionStatus.VectorMode).
+const (
+	VectorModeSqliteVec = "sqlite-vec"
+	VectorModeGoScan    = "go-scan"
+)
 
 // Total sums the counts of every partition (OldestWaitSeconds is the
 // largest; Partition is -1).
@@ -83,4 +100,31 @@ func (s StatusResponse) Total() PartitionStatus {
 		t.RecordsMerged += p.RecordsMerged
 	}
 	return t
+}
+
+// VectorFallback words the partitions whose shards keep their vectors
+// without sqlite-vec, grouped by reason, e.g. "go-scan fallback: sqlite-vec
+// disabled by configuration (partitions 0, 3)"; "" when there are none.
+func (s StatusResponse) VectorFallback() string {
+	byReason := map[string][]string{}
+	var reasons []string
+	for _, p := range s.Partitions {
+		if p.VectorMode != VectorModeGoScan {
+			continue
+		}
+		if _, ok := byReason[p.VectorModeReason]; !ok {
+			reasons = append(reasons, p.VectorModeReason)
+		}
+		byReason[p.VectorModeReason] = append(byReason[p.VectorModeReason], strconv.Itoa(p.Partition))
+	}
+	out := make([]string, 0, len(reasons))
+	for _, r := range reasons {
+		ps := byReason[r]
+		noun := "partition"
+		if len(ps) > 1 {
+			noun = "partitions"
+		}
+		out = append(out, fmt.Sprintf("go-scan fallback: %s (%s %s)", r, noun, strings.Join(ps, ", ")))
+	}
+	return strings.Join(out, "; ")
 }

@@ -22,9 +22,10 @@ var (
 const (
 	defaultBudgetTokens  = 400
 	defaultOverlapTokens = 60
+	defaultContextMsgs   = 2
 	// idDomain starts the hashed input of every chunk id; a change to the id
 	// scheme changes it.
-	idDomain = "memindex/chunk/v1\x00"
+	idDomain = "memindex/chunk/v2\x00"
 )
 
 // Message is one turn given to the chunker.
@@ -41,6 +42,12 @@ type Message struct {
 type Config struct {
 	BudgetTokens  int // default 400 when 0
 	OverlapTokens int // default 60 when 0; must be < BudgetTokens/2
+	// ContextMessages is how many messages before a chunk go into its
+	// Context: default 2 when 0, none when negative.
+	ContextMessages int
+	// ContextTokens bounds the messages' part of a Context; default
+	// BudgetTokens when 0.
+	ContextTokens int
 }
 
 // WithDefaults returns c with each zero setting replaced by its default.
@@ -50,6 +57,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.OverlapTokens == 0 {
 		c.OverlapTokens = defaultOverlapTokens
+	}
+	if c.ContextMessages == 0 {
+		c.ContextMessages = defaultContextMsgs
+	}
+	if c.ContextTokens == 0 {
+		c.ContextTokens = c.BudgetTokens
 	}
 	return c
 }
@@ -63,6 +76,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("budget of %d tokens is negative: %w", c.BudgetTokens, ErrInvalidConfig)
 	case c.OverlapTokens < 0:
 		return fmt.Errorf("overlap of %d tokens is negative: %w", c.OverlapTokens, ErrInvalidConfig)
+	case c.ContextTokens < 0:
+		return fmt.Errorf("context of %d tokens is negative: %w", c.ContextTokens, ErrInvalidConfig)
 	case c.OverlapTokens > (c.BudgetTokens-1)/2: // 2*overlap >= budget, without overflow
 		return fmt.Errorf("overlap of %d tokens is not under half the budget of %d: %w",
 			c.OverlapTokens, c.BudgetTokens, ErrInvalidConfig)
@@ -73,14 +88,31 @@ func (c Config) Validate() error {
 // Chunk is one retrieval unit of a session: a window of whole consecutive
 // messages, or one piece of a message too long for a window.
 type Chunk struct {
-	ID        string // stable id: hex of 16 bytes of SHA-256 over scope, SeqStart, SeqEnd, Part and Text
-	SeqStart  int64
-	SeqEnd    int64
-	Part      int // 0 for windows; 0..n-1 for the pieces of a split over-long message
+	ID       string // stable id: hex of 16 bytes of SHA-256 over scope, SeqStart, SeqEnd, Part and Text
+	SeqStart int64
+	SeqEnd   int64
+	Part     int // 0 for windows; 0..n-1 for the pieces of a split over-long message
+	// Context is what the chunk's text answers or follows: its date
+	// (TimeStart as "2 January 2006", UTC) on its own line when known, then
+	// the lines of up to ContextMessages messages before it, within
+	// ContextTokens (the nearest kept whole first). It is indexed for keyword search with a lower
+	// weight than Text, never shown as the hit. Empty for the first chunk of
+	// a session without times.
+	Context   string
 	Text      string
 	Tokens    int // EstimateTokens(Text)
 	TimeStart time.Time
 	TimeEnd   time.Time
+}
+
+// EmbedText is the text a chunk's vector is computed from: its context, when
+// it has one, then a blank line and its text, so that a reply is embedded
+// with what it answers.
+func EmbedText(context, text string) string {
+	if context == "" {
+		return text
+	}
+	return context + "\n\n" + text
 }
 
 // Line renders one message as it appears in a chunk: "Speaker: text", or
@@ -120,6 +152,16 @@ func Line(m Message) string {
 // Session(msgs[i:]) is the chunks of Session(msgs) from c on. A caller
 // re-chunks a session from the start of its last stored chunk.
 func Session(cfg Config, scope string, msgs []Message) []Chunk {
+	return SessionAfter(cfg, scope, nil, msgs)
+}
+
+// SessionAfter chunks msgs as Session does, given the messages before them
+// (sorted, possibly none), which only give the first chunks their Context:
+// if a chunk c of Session(all) with Part 0 starts at all[i], then
+// SessionAfter(all[:i], all[i:]) is the chunks of Session(all) from c on,
+// Context included. A caller re-chunking a session's tail passes the last
+// ContextMessages stored messages before it.
+func SessionAfter(cfg Config, scope string, before, msgs []Message) []Chunk {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		panic("chunker: " + err.Error())
@@ -127,11 +169,17 @@ func Session(cfg Config, scope string, msgs []Message) []Chunk {
 	if len(msgs) == 0 {
 		return nil
 	}
+	first := 0
+	if n := max(cfg.ContextMessages, 0); len(before) > 0 && n > 0 {
+		before = before[max(len(before)-n, 0):]
+		first = len(before)
+		msgs = append(append(make([]Message, 0, len(before)+len(msgs)), before...), msgs...)
+	}
 	b := builder{cfg: cfg, scope: scope, msgs: msgs, lines: make([]line, len(msgs))}
 	for i := range msgs {
 		b.lines[i] = newLine(&msgs[i], cfg.BudgetTokens)
 	}
-	for start := 0; start < len(msgs); {
+	for start := first; start < len(msgs); {
 		if b.lines[start].long {
 			b.split(start)
 			start++
@@ -327,9 +375,7 @@ func (b *builder) header(seqStart, seqEnd int64, part int) int {
 
 // emit appends the chunk whose text follows the header of length hdr in b.buf.
 func (b *builder) emit(hdr, start, end, part int, z size) {
-	sum := sha256.Sum256(b.buf)
 	c := Chunk{
-		ID:       hex.EncodeToString(sum[:16]),
 		SeqStart: b.msgs[start].Seq,
 		SeqEnd:   b.msgs[end].Seq,
 		Part:     part,
@@ -348,5 +394,62 @@ func (b *builder) emit(hdr, start, end, part int, z size) {
 			c.TimeEnd = t
 		}
 	}
+	if c.Context = b.context(start, c.TimeStart); c.Context != "" {
+		// The context is part of the identity: a chunk whose context changed
+		// is a new chunk (re-indexed, re-embedded).
+		b.buf = binary.AppendUvarint(b.buf, uint64(len(c.Context)))
+		b.buf = append(b.buf, c.Context...)
+	}
+	sum := sha256.Sum256(b.buf)
+	c.ID = hex.EncodeToString(sum[:16])
 	b.out = append(b.out, c)
+}
+
+// context returns the Context of a chunk whose first message is msgs[start]
+// and whose earliest time is t: its date, then the lines of up to ContextMessages messages
+// before it, nearest last, as many as fit ContextTokens (the nearest first;
+// a line too long for what is left is cut to its start).
+func (b *builder) context(start int, t time.Time) string {
+	var date string
+	if !t.IsZero() {
+		date = t.UTC().Format("2 January 2006")
+	}
+	from := max(start-max(b.cfg.ContextMessages, 0), 0)
+	left := b.cfg.ContextTokens
+	keep := start
+	var cut0 int // bytes kept of the line at keep when it is cut
+	for i := start - 1; i >= from && left > 0; i-- {
+		z := b.lines[i].size.tokens()
+		if z > left {
+			n, _ := cutLine(&b.lines[i], left)
+			keep, cut0 = i, n
+			break
+		}
+		left -= z
+		keep = i
+	}
+	if date == "" && keep == start {
+		return ""
+	}
+	var sb strings.Builder
+	sb.WriteString(date)
+	for i := keep; i < start; i++ {
+		if sb.Len() > 0 {
+			sb.WriteByte('\n')
+		}
+		var buf []byte
+		buf = b.lines[i].appendTo(buf)
+		if i == keep && cut0 > 0 {
+			buf = buf[:cut0]
+		}
+		sb.Write(buf)
+	}
+	return sb.String()
+}
+
+// cutLine returns how many bytes of l's rendered line fit limit tokens.
+func cutLine(l *line, limit int) (int, size) {
+	var full []byte
+	full = l.appendTo(full)
+	return cut(string(full), size{}, limit)
 }

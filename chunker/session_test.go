@@ -42,16 +42,17 @@ func TestConfig(t *testing.T) {
 		want    Config
 		wantErr bool
 	}{
-		{"zero gives defaults", Config{}, Config{400, 60}, false},
-		{"budget only", Config{BudgetTokens: 1000}, Config{1000, 60}, false},
-		{"both set", Config{BudgetTokens: 10, OverlapTokens: 4}, Config{10, 4}, false},
-		{"smallest", Config{BudgetTokens: 3, OverlapTokens: 1}, Config{3, 1}, false},
-		{"overlap half the budget", Config{BudgetTokens: 10, OverlapTokens: 5}, Config{10, 5}, true},
-		{"default overlap over small budget", Config{BudgetTokens: 100}, Config{100, 60}, true},
-		{"negative budget", Config{BudgetTokens: -1, OverlapTokens: 1}, Config{-1, 1}, true},
-		{"negative overlap", Config{OverlapTokens: -1}, Config{400, -1}, true},
-		{"odd budget", Config{BudgetTokens: 11, OverlapTokens: 5}, Config{11, 5}, false},
-		{"huge overlap", Config{BudgetTokens: 10, OverlapTokens: 1 << 62}, Config{10, 1 << 62}, true},
+		{"zero gives defaults", Config{}, Config{400, 60, 2, 400}, false},
+		{"budget only", Config{BudgetTokens: 1000}, Config{1000, 60, 2, 1000}, false},
+		{"both set", Config{BudgetTokens: 10, OverlapTokens: 4}, Config{10, 4, 2, 10}, false},
+		{"smallest", Config{BudgetTokens: 3, OverlapTokens: 1}, Config{3, 1, 2, 3}, false},
+		{"overlap half the budget", Config{BudgetTokens: 10, OverlapTokens: 5}, Config{10, 5, 2, 10}, true},
+		{"default overlap over small budget", Config{BudgetTokens: 100}, Config{100, 60, 2, 100}, true},
+		{"negative budget", Config{BudgetTokens: -1, OverlapTokens: 1}, Config{-1, 1, 2, -1}, true},
+		{"negative overlap", Config{OverlapTokens: -1}, Config{400, -1, 2, 400}, true},
+		{"odd budget", Config{BudgetTokens: 11, OverlapTokens: 5}, Config{11, 5, 2, 11}, false},
+		{"huge overlap", Config{BudgetTokens: 10, OverlapTokens: 1 << 62}, Config{10, 1 << 62, 2, 10}, true},
+		{"no context", Config{ContextMessages: -1}, Config{400, 60, -1, 400}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -156,6 +157,7 @@ func TestSessionChunkFields(t *testing.T) {
 		SeqStart:  7,
 		SeqEnd:    12,
 		Text:      "Mel: Did you go?\nassistant: Yes, on Sunday.\n(photo)",
+		Context:   "30 November 2026",
 		Tokens:    13,
 		TimeStart: t0,
 		TimeEnd:   t0.Add(time.Hour),
@@ -165,7 +167,7 @@ func TestSessionChunkFields(t *testing.T) {
 	}
 	// The id scheme is part of the stored data: changing it re-embeds every
 	// session, so it must only change on purpose (with idDomain).
-	if wantID := "5abc4fc995c67da43a9bb9cd955bc0b8"; got[0].ID != wantID {
+	if wantID := "da077ef32f1e037dfdf61fc2cda4cf9e"; got[0].ID != wantID {
 		t.Fatalf("Session()[0].ID=%s, want %s", got[0].ID, wantID)
 	}
 }
@@ -290,4 +292,78 @@ func dedup(s []string) map[string]bool {
 		m[v] = true
 	}
 	return m
+}
+
+func TestSessionContext(t *testing.T) {
+	day := time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC)
+	ms := []Message{
+		{Seq: 1, Speaker: "Caroline", Text: "I went to the LGBTQ support group yesterday.", Time: day},
+		{Seq: 2, Speaker: "Melanie", Text: "How was it? Tell me everything about the group.", Time: day},
+		{Seq: 3, Speaker: "Caroline", Text: "Powerful. The stories inspired me to keep going.", Time: day},
+		{Seq: 4, Speaker: "Melanie", Text: "Glad to hear that you found people who care!"},
+	}
+	one := Config{BudgetTokens: 20, OverlapTokens: 1, ContextTokens: 100} // one message a window
+	tests := []struct {
+		name string
+		cfg  Config
+		want []string // Context of each chunk
+	}{
+		{"two before by default", one, []string{
+			"8 May 2023",
+			"8 May 2023\nCaroline: I went to the LGBTQ support group yesterday.",
+			"8 May 2023\nCaroline: I went to the LGBTQ support group yesterday.\nMelanie: How was it? Tell me everything about the group.",
+			"Melanie: How was it? Tell me everything about the group.\nCaroline: Powerful. The stories inspired me to keep going.",
+		}},
+		{"one before", Config{BudgetTokens: 20, OverlapTokens: 1, ContextMessages: 1, ContextTokens: 100}, []string{
+			"8 May 2023",
+			"8 May 2023\nCaroline: I went to the LGBTQ support group yesterday.",
+			"8 May 2023\nMelanie: How was it? Tell me everything about the group.",
+			"Caroline: Powerful. The stories inspired me to keep going.",
+		}},
+		{"dates only", Config{BudgetTokens: 20, OverlapTokens: 1, ContextMessages: -1, ContextTokens: 100}, []string{
+			"8 May 2023", "8 May 2023", "8 May 2023", "",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Session(tt.cfg, "s", ms)
+			var ctxs []string
+			for _, c := range got {
+				if c.SeqStart != c.SeqEnd {
+					t.Fatalf("chunk %d-%d spans messages; the test wants one a window", c.SeqStart, c.SeqEnd)
+				}
+				ctxs = append(ctxs, c.Context)
+			}
+			if !reflect.DeepEqual(ctxs, tt.want) {
+				t.Fatalf("contexts=%q, want %q", ctxs, tt.want)
+			}
+		})
+	}
+	t.Run("context is cut to the budget, nearest kept", func(t *testing.T) {
+		long := []Message{
+			{Seq: 1, Speaker: "A", Text: strings.Repeat("far ", 80)},
+			{Seq: 2, Speaker: "B", Text: strings.Repeat("near ", 14)},
+			{Seq: 3, Speaker: "C", Text: strings.Repeat("answer ", 11)},
+		}
+		got := Session(Config{BudgetTokens: 30, OverlapTokens: 1}, "s", long)
+		last := got[len(got)-1]
+		if last.SeqStart != 3 || !strings.HasSuffix(last.Context, "\nB: "+strings.Repeat("near ", 14)) || !strings.HasPrefix(last.Context, "A: far far") {
+			t.Fatalf("context of the last chunk (from %d) %q, want the start of A's line then B's whole line", last.SeqStart, last.Context)
+		}
+		if n := EstimateTokens(last.Context); n > 30+1 {
+			t.Fatalf("context %q has %d tokens, want about the budget 30", last.Context, n)
+		}
+	})
+	t.Run("a changed context changes the id", func(t *testing.T) {
+		a := Session(one, "s", ms)
+		edited := append([]Message(nil), ms...)
+		edited[1].Text = "How was it? Tell me everything about the event."
+		b := Session(one, "s", edited)
+		if a[3].Text != b[3].Text || a[3].ID == b[3].ID {
+			t.Fatalf("chunk 4 with the same text and another context: ids %s and %s, want different", a[3].ID, b[3].ID)
+		}
+		if a[0].ID != b[0].ID {
+			t.Fatalf("chunk 1 is unchanged but its id changed")
+		}
+	})
 }

@@ -122,7 +122,7 @@ func spanTimes(ms []Message) (start, end time.Time) {
 //	(a) every chunk of Session(ms[:n]) but the last, and the pieces of the
 //	    last message, starts Session(ms), in the same order;
 //	(b) if chunk c of Session(ms) has Part 0 and starts at ms[i], then
-//	    Session(ms[i:]) is the chunks from c on.
+//	    SessionAfter(ms[:i], ms[i:]) is the chunks from c on, Context included.
 func checkSession(t testing.TB, cfg Config, scope string, ms []Message) {
 	t.Helper()
 	got := Session(cfg, scope, ms)
@@ -150,8 +150,8 @@ func checkSession(t testing.TB, cfg Config, scope string, ms []Message) {
 			continue
 		}
 		i := index[c.SeqStart]
-		if suffix := Session(cfg, scope, ms[i:]); !reflect.DeepEqual(suffix, got[k:]) {
-			t.Fatalf("Session(ms[%d:])=%v, want %v", i, spans(suffix), spans(got[k:]))
+		if suffix := SessionAfter(cfg, scope, ms[:i], ms[i:]); !reflect.DeepEqual(suffix, got[k:]) {
+			t.Fatalf("SessionAfter(ms[:%d], ms[%d:])=%v, want %v", i, i, spans(suffix), spans(got[k:]))
 		}
 	}
 }

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"memindex/chunker"
 	"time"
 
 	"memindex/embedder"
@@ -44,7 +45,7 @@ func (w *Worker) backfillOnce(ctx context.Context, p *partition) (int, error) {
 	}
 	texts := make([]string, len(pending))
 	for i, c := range pending {
-		texts[i] = c.Text
+		texts[i] = chunker.EmbedText(c.Context, c.Text)
 	}
 	vecs, err := w.emb.Embed(ctx, embedder.Request{Texts: texts, Kind: embedder.KindDocument})
 	if err == nil {
@@ -58,6 +59,7 @@ func (w *Worker) backfillOnce(ctx context.Context, p *partition) (int, error) {
 		vs[i] = store.ChunkVector{ID: c.ID, Vector: vecs[i]}
 	}
 	if _, err := p.shard.SetVectors(ctx, vs); err != nil {
+		w.metrics.ShardError(p.id, err)
 		return 0, err
 	}
 	return len(pending), nil

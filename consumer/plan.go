@@ -114,7 +114,7 @@ func (p *planner) build(ctx context.Context, sh Shard, cc chunker.Config, mc chu
 
 		from := int64(1)
 		var spans []store.ChunkSpan
-		var stored []store.Message
+		var stored, before []store.Message
 		if !sp.reset { // a deletion in this batch emptied the stored session
 			var err error
 			if spans, err = sh.SessionChunkSpans(ctx, ref); err != nil {
@@ -124,9 +124,12 @@ func (p *planner) build(ctx context.Context, sh Shard, cc chunker.Config, mc chu
 			if stored, err = sh.SessionMessages(ctx, ref, from, 0); err != nil {
 				return b, nil, fmt.Errorf("plan session %q: %w", ref.SessionKey, err)
 			}
+			if before, err = sh.SessionMessagesBefore(ctx, ref, from, cc.WithDefaults().ContextMessages); err != nil {
+				return b, nil, fmt.Errorf("plan session %q: %w", ref.SessionKey, err)
+			}
 		}
 		msgs := mergeMessages(stored, news)
-		chunks := chunker.Session(cc, chunkScope(ref), toChunkerMessages(msgs))
+		chunks := chunker.SessionAfter(cc, chunkScope(ref), toChunkerMessages(before), toChunkerMessages(msgs))
 		known := make(map[string]bool, len(spans))
 		for _, s := range spans {
 			known[s.ID] = true
@@ -136,7 +139,7 @@ func (p *planner) build(ctx context.Context, sh Shard, cc chunker.Config, mc chu
 			sc.Chunks = append(sc.Chunks, store.Chunk{
 				ID: c.ID, Namespace: ref.Namespace, Source: memindex.SourceSessions,
 				SessionKey: ref.SessionKey, SessionID: ref.SessionID,
-				SeqStart: c.SeqStart, SeqEnd: c.SeqEnd, Part: c.Part, Text: c.Text,
+				SeqStart: c.SeqStart, SeqEnd: c.SeqEnd, Part: c.Part, Text: c.Text, Context: c.Context,
 				TimeStart: c.TimeStart, TimeEnd: c.TimeEnd,
 			})
 		}

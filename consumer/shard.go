@@ -13,6 +13,7 @@ type Shard interface {
 	AppliedSeq(ctx context.Context) (uint64, error)
 	SessionChunkSpans(ctx context.Context, ref store.SessionRef) ([]store.ChunkSpan, error)
 	SessionMessages(ctx context.Context, ref store.SessionRef, fromSeq int64, limit int) ([]store.Message, error)
+	SessionMessagesBefore(ctx context.Context, ref store.SessionRef, beforeSeq int64, n int) ([]store.Message, error)
 	PendingVectors(ctx context.Context, limit int) ([]store.PendingChunk, error)
 	SetVectors(ctx context.Context, vs []store.ChunkVector) (int, error)
 	Stats(ctx context.Context) (store.Stats, error)

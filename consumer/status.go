@@ -2,7 +2,11 @@ package consumer
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"memindex"
 )
@@ -38,6 +42,9 @@ func (w *Worker) Status(ctx context.Context) []memindex.PartitionStatus {
 		if dlqErr != nil && ps.Error == "" {
 			ps.Error = dlqErr.Error()
 		}
+		if vm, ok := p.shard.(interface{ VectorMode() (string, string) }); ok {
+			ps.VectorMode, ps.VectorModeReason = vm.VectorMode() // *store.Shard: sqlite-vec or go-scan
+		}
 		out = append(out, ps)
 	}
 	return out
@@ -51,4 +58,70 @@ func (w *Worker) Applied(p int) (uint64, bool) {
 		return 0, false
 	}
 	return part.applied.Load(), true
+}
+
+// PartitionReadiness is what a readiness probe needs to know of one
+// partition; see Worker.Readiness.
+type PartitionReadiness struct {
+	Partition int
+	// Bound says the partition's consume loop holds a pull subscription on
+	// its durable consumer (false before Run, after it, and while the loop
+	// waits to retry after an error).
+	Bound bool
+	// Pending is how many events of the partition the consumer has not
+	// delivered yet: the lag. It is 0 when Err is set.
+	Pending uint64
+	// Applied is the last stream sequence the shard holds.
+	Applied uint64
+	// RebuildTarget is, for a partition that started from an empty shard
+	// while the stream held events for it (a new, deleted or rebuilt shard),
+	// the stream sequence of the last of those events; 0 otherwise.
+	RebuildTarget uint64
+	// Err says why Pending could not be read.
+	Err error
+}
+
+// Rebuilding reports whether the partition is still filling an empty shard
+// from the stream: it has not yet applied every event the stream held for it
+// when the worker started, so its searches would miss older data.
+func (r PartitionReadiness) Rebuilding() bool { return r.Applied < r.RebuildTarget }
+
+// Readiness reports, for every owned partition, whether it is bound, its lag
+// and whether it is rebuilding. It asks the server for each consumer's
+// pending count and reads nothing from the shards, so a probe stays cheap.
+func (w *Worker) Readiness(ctx context.Context) []PartitionReadiness {
+	out := make([]PartitionReadiness, 0, len(w.parts))
+	for _, p := range w.parts {
+		r := PartitionReadiness{Partition: p.id, Bound: p.bound.Load(), Applied: p.applied.Load(), RebuildTarget: p.rebuildTarget.Load()}
+		if c := p.cons.Load(); c == nil {
+			r.Err = errors.New("no consumer")
+		} else if info, err := (*c).Info(ctx); err != nil {
+			r.Err = fmt.Errorf("consumer info: %w", err)
+		} else {
+			r.Pending = info.NumPending
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// markRebuild records the rebuild target of partition p when its shard is
+// empty and the stream holds events for it (see PartitionReadiness).
+func (w *Worker) markRebuild(ctx context.Context, p *partition) error {
+	if p.applied.Load() > 0 {
+		return nil
+	}
+	s, err := w.js.Stream(ctx, memindex.StreamEvents)
+	if err != nil {
+		return fmt.Errorf("rebuild target: %w", err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, memindex.PartitionFilter(p.id))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("rebuild target: %w", err)
+	}
+	p.rebuildTarget.Store(m.Sequence)
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sourcegraph/conc"
+	"go.opentelemetry.io/otel/trace"
 
 	"memindex"
 	"memindex/chunker"
@@ -18,10 +19,10 @@ import (
 	"memindex/store"
 )
 
-// Log attribute keys.
+// Log attribute keys; they are stable (operators' queries rely on them).
 const (
 	attrPartition = "partition"
-	attrSeq       = "seq"
+	attrSeq       = "stream_seq"
 	attrReason    = "reason"
 	attrErr       = "err"
 	attrCount     = "count"
@@ -57,8 +58,14 @@ type Config struct {
 	BackfillInterval time.Duration
 	// AckWait is the consumer's ack wait; batches send progress heartbeats.
 	AckWait time.Duration
-	// Logger receives operational logs; nil discards them.
+	// Logger receives operational logs; nil discards them. Records of a
+	// batch carry its context, so a handler can add the trace id.
 	Logger *slog.Logger
+	// Metrics receives ingestion measurements; nil takes none.
+	Metrics Metrics
+	// TracerProvider traces ingestion (see trace.go); nil is off, at no
+	// cost on the ingest path.
+	TracerProvider trace.TracerProvider
 }
 
 // Validate fills defaults and checks the values.
@@ -104,6 +111,9 @@ func (c *Config) Validate() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.Metrics == nil {
+		c.Metrics = MetricsFuncs{}
+	}
 	return nil
 }
 
@@ -116,6 +126,9 @@ type Worker struct {
 	parts []*partition
 	byID  map[int]*partition
 	ready atomic.Bool
+	// metrics and trace observe ingestion (metrics.go, trace.go).
+	metrics Metrics
+	trace   tracing
 	// inlineOffUntil is when inline embedding may be tried again (unix ns).
 	inlineOffUntil atomic.Int64
 }
@@ -126,6 +139,11 @@ type partition struct {
 	cons    atomic.Pointer[jetstream.Consumer]
 	applied atomic.Uint64
 	lastErr atomic.Pointer[string]
+	// bound is set while the partition's consume loop holds a pull
+	// subscription on its consumer; rebuildTarget is the stream sequence a
+	// partition that started from an empty shard must reach (status.go).
+	bound         atomic.Bool
+	rebuildTarget atomic.Uint64
 	// recordsMerged counts record upserts that updated a near-duplicate.
 	recordsMerged atomic.Uint64
 	kick          chan struct{}
@@ -137,7 +155,8 @@ func New(js jetstream.JetStream, cfg Config, shards map[int]Shard, emb embedder.
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	w := &Worker{js: js, cfg: cfg, emb: emb, log: cfg.Logger, byID: make(map[int]*partition)}
+	w := &Worker{js: js, cfg: cfg, emb: emb, log: cfg.Logger, byID: make(map[int]*partition),
+		metrics: cfg.Metrics, trace: newTracing(cfg.TracerProvider)}
 	for _, id := range cfg.Partitions {
 		sh, ok := shards[id]
 		if !ok {
@@ -164,6 +183,9 @@ func (w *Worker) Start(ctx context.Context) error {
 			return fmt.Errorf("start partition %d: %w", p.id, err)
 		}
 		p.cons.Store(&cons)
+		if err := w.markRebuild(ctx, p); err != nil {
+			return fmt.Errorf("start partition %d: %w", p.id, err)
+		}
 	}
 	return nil
 }
@@ -240,6 +262,8 @@ func (w *Worker) consumeOnce(ctx context.Context, p *partition) error {
 		return fmt.Errorf("messages: %w", err)
 	}
 	defer it.Stop()
+	p.bound.Store(true)
+	defer p.bound.Store(false)
 	for {
 		first, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
@@ -294,7 +318,18 @@ type deadLetter struct {
 // transaction that records the batch's last sequence, and then the batch is
 // acknowledged. It retries the commit until it succeeds or ctx ends; it never
 // skips ahead of a batch that did not commit.
-func (w *Worker) process(ctx context.Context, p *partition, msgs []jetstream.Msg) error {
+func (w *Worker) process(ctx context.Context, p *partition, msgs []jetstream.Msg) (err error) {
+	start := time.Now()
+	bt := w.trace.begin(ctx, p.id, ConsumerName(w.cfg.ConsumerPrefix, p.id), len(msgs))
+	ctx = bt.context(ctx)
+	var stats BatchStats
+	defer func() {
+		bt.end(err)
+		if err == nil {
+			stats.Duration = time.Since(start)
+			w.metrics.BatchDone(p.id, stats)
+		}
+	}()
 	applied := p.applied.Load()
 	pl := newPlanner()
 	var dead []deadLetter
@@ -310,16 +345,21 @@ func (w *Worker) process(ctx context.Context, p *partition, msgs []jetstream.Msg
 			last = seq
 		}
 		if seq <= applied {
+			stats.Duplicate++
+			bt.message(m, seq, OutcomeDuplicate, "")
 			continue // a redelivery of what the shard already holds
 		}
 		fresh++
 		e, err := decodeMsg(m.Subject(), m.Data(), md.Timestamp)
 		if err != nil {
 			dead = append(dead, deadLetter{msg: m, seq: seq, reason: err.Error()})
+			bt.message(m, seq, OutcomeDLQ, err.Error())
 			continue
 		}
+		bt.message(m, seq, OutcomeIndexed, "")
 		pl.add(e)
 	}
+	stats.DLQ, stats.Indexed = len(dead), fresh-len(dead)
 	if fresh == 0 {
 		return msgs[len(msgs)-1].Ack()
 	}
@@ -333,12 +373,13 @@ func (w *Worker) process(ctx context.Context, p *partition, msgs []jetstream.Msg
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		err := w.commit(ctx, p, pl, last)
+		err := w.commit(ctx, p, pl, last, bt)
 		if err == nil {
 			break
 		}
 		p.setErr(err)
-		w.log.Error("apply batch", attrPartition, p.id, attrSeq, last, attrErr, err)
+		w.metrics.ShardError(p.id, err)
+		w.log.ErrorContext(ctx, "apply batch", attrPartition, p.id, attrSeq, last, attrErr, err)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -374,19 +415,27 @@ func ackBatch(msgs []jetstream.Msg, dead []deadLetter) error {
 	return top.Ack()
 }
 
-func (w *Worker) commit(ctx context.Context, p *partition, pl *planner, last uint64) error {
+// commit builds, embeds and applies a batch; bt traces it (nil: off).
+func (w *Worker) commit(ctx context.Context, p *partition, pl *planner, last uint64, bt *batchTrace) error {
+	span := bt.start(SpanChunk)
 	b, fresh, err := pl.build(ctx, p.shard, w.cfg.Chunker, w.cfg.Markdown, last)
+	if err == nil {
+		span.SetAttributes(attrKeyChunks.Int(len(fresh)))
+	}
+	endSpan(span, err)
 	if err != nil {
 		return err
 	}
 	if len(fresh) > 0 && time.Now().UnixNano() >= w.inlineOffUntil.Load() {
-		w.embedInline(ctx, fresh)
+		w.embedInline(ctx, fresh, bt)
 	}
+	span = bt.start(SpanCommit)
 	merged, err := mergeNearDuplicates(ctx, p.shard, b.Records)
-	if err != nil {
-		return err
+	if err == nil {
+		_, err = p.shard.Apply(ctx, b)
 	}
-	if _, err := p.shard.Apply(ctx, b); err != nil {
+	endSpan(span, err)
+	if err != nil {
 		return err
 	}
 	p.recordsMerged.Add(uint64(merged))
@@ -402,10 +451,11 @@ func (w *Worker) commit(ctx context.Context, p *partition, pl *planner, last uin
 // embedInline gives the batch's new chunks their vectors when the embedder
 // answers within EmbedTimeout; otherwise they commit without and wait for
 // the backfill. Ingestion never waits longer on the provider.
-func (w *Worker) embedInline(ctx context.Context, fresh []*store.Chunk) {
+func (w *Worker) embedInline(ctx context.Context, fresh []*store.Chunk, bt *batchTrace) {
+	span := bt.startEmbed(len(fresh))
 	texts := make([]string, len(fresh))
 	for i, c := range fresh {
-		texts[i] = c.Text
+		texts[i] = chunker.EmbedText(c.Context, c.Text)
 	}
 	ectx, cancel := context.WithTimeout(ctx, w.cfg.EmbedTimeout)
 	defer cancel()
@@ -413,9 +463,10 @@ func (w *Worker) embedInline(ctx context.Context, fresh []*store.Chunk) {
 	if err == nil {
 		err = embedder.CheckVectors(vecs, len(texts), w.emb.Info().Dims)
 	}
+	endSpan(span, err)
 	if err != nil {
 		w.inlineOffUntil.Store(time.Now().Add(w.cfg.InlineCooloff).UnixNano())
-		w.log.Warn("embed batch; chunks wait for the backfill, inline embedding paused", attrCount, len(texts), attrErr, err, "pause", w.cfg.InlineCooloff)
+		w.log.WarnContext(ctx, "embed batch; chunks wait for the backfill, inline embedding paused", attrCount, len(texts), attrErr, err, "pause", w.cfg.InlineCooloff)
 		return
 	}
 	for i, c := range fresh {

@@ -25,6 +25,9 @@
 //   - Breaker (breaker.go), a circuit breaker per provider (closed, open,
 //     half-open probe) that fails fast while the provider is down, and
 //     RateLimited (ratelimit.go), requests and tokens per minute;
+//   - request observation (metrics.go): HTTPConfig.Observe is told about
+//     every HTTP request of a remote provider (status or timeout, duration),
+//     and Observed reports the calls of an embedder that sends none;
 //   - provider URL safety (urlcheck.go): CheckURL and NewSafeHTTPClient refuse
 //     cloud metadata, link-local and unspecified addresses, loopback the URL
 //     did not name (also after DNS resolution and on every redirect).

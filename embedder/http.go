@@ -50,6 +50,8 @@ type HTTPConfig struct {
 	// MaxBackoff caps the backoff; 0 means 30s. A Retry-After from the
 	// provider is honoured even when it is longer.
 	MaxBackoff time.Duration
+	// Observe, when not nil, is told about every request (see metrics.go).
+	Observe RequestObserver
 }
 
 // Validate reports whether c is usable; the error wraps ErrInvalidConfig.
@@ -219,11 +221,14 @@ func (c *httpClient) attempt(ctx context.Context, url string, body []byte, out a
 	if c.header != nil {
 		c.header(req.Header)
 	}
+	start := time.Now()
 	resp, err := c.cfg.Client.Do(req)
 	if err != nil {
+		c.observe(wireCode(ctx, rctx), start)
 		return c.wireError(ctx, rctx, err), nil
 	}
 	defer resp.Body.Close()
+	defer c.observe(statusCode(resp.StatusCode), start)
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
 		return c.wireError(ctx, rctx, err), nil

@@ -42,8 +42,8 @@ type EngineConfig struct {
 	// VectorWeight and KeywordWeight weigh the legs in weighted fusion; they
 	// must sum to 1 (default DefaultVectorWeight and DefaultKeywordWeight).
 	VectorWeight, KeywordWeight float64
-	// RRFVectorWeight and RRFKeywordWeight weigh the legs in RRF (zero for
-	// both: 1 and 1). A weak vector leg, like the built-in embedder's, is
+	// RRFVectorWeight and RRFKeywordWeight weigh the legs in RRF (zero
+	// means 1). A weak vector leg, like the built-in embedder's, is
 	// better trusted less than the keyword leg (see BENCHMARKS.md).
 	RRFVectorWeight, RRFKeywordWeight float64
 	// MMRLambda is the λ of a search that asks for MMR without one
@@ -149,6 +149,9 @@ func (e *Engine) Search(ctx context.Context, req memindex.SearchRequest) (memind
 	}
 	wg.Wait()
 	resp.Legs = memindex.Legs{Vector: vec.leg, Keyword: kw.leg}
+	if vec.leg.Ran {
+		resp.VectorFallback = vectorFallback(shard)
+	}
 
 	switch {
 	case !vec.leg.Answered && !kw.leg.Answered:
@@ -168,6 +171,11 @@ func (e *Engine) Search(ctx context.Context, req memindex.SearchRequest) (memind
 		resp.Degraded = append(resp.Degraded, "vector leg answered in part: "+vec.leg.Reason)
 	}
 
+	var xs explainer
+	if req.Explain {
+		xs = explainer{on: true}
+		xs.legs(req, vec, kw)
+	}
 	var fused []Fused
 	fusion := req.Fusion
 	switch req.Mode {
@@ -179,6 +187,7 @@ func (e *Engine) Search(ctx context.Context, req memindex.SearchRequest) (memind
 		fused = Fuse(req.Fusion, vec.cands, kw.cands, FuseParams{RRFK: e.cfg.RRFK, VectorWeight: e.cfg.VectorWeight, KeywordWeight: e.cfg.KeywordWeight,
 			RRFVectorWeight: e.cfg.RRFVectorWeight, RRFKeywordWeight: e.cfg.RRFKeywordWeight})
 	}
+	xs.fusion(req, e.cfg, fusion, len(vec.cands)+len(kw.cands), len(fused))
 	n := 0
 	for _, f := range fused {
 		if f.Score >= req.MinScore {
@@ -186,6 +195,7 @@ func (e *Engine) Search(ctx context.Context, req memindex.SearchRequest) (memind
 			n++
 		}
 	}
+	xs.add("minScore", len(fused), n, fmt.Sprintf("kept hits scoring at least %g", req.MinScore))
 	fused = fused[:n]
 
 	snippets := make(map[string]string, len(kw.cands))
@@ -198,7 +208,10 @@ func (e *Engine) Search(ctx context.Context, req memindex.SearchRequest) (memind
 	}
 	if why := abstention(kw, vec, e.abstainAt()); why != "" && req.Mode != memindex.ModeKeyword {
 		resp.Abstained = why
+		xs.add("abstention", len(fused), 0, "abstained: "+why)
 		fused = nil
+	} else if req.Mode != memindex.ModeKeyword {
+		xs.add("abstention", len(fused), len(fused), fmt.Sprintf("answered: keyword candidates %d, or a vector score of at least %.2f", len(kw.cands), e.abstainAt()))
 	}
 	lambda := 1.0 // off
 	if req.MMR {
@@ -212,12 +225,20 @@ func (e *Engine) Search(ctx context.Context, req memindex.SearchRequest) (memind
 		pool.K = min(req.K*mmrPool, memindex.MaxK) // choose k from a larger pool
 	}
 	hits, dropped, err := e.hydrate(ctx, shard, pool, fused, snippets, fusion)
-	if err == nil {
-		applyDecay(hits, time.Duration(req.HalfLifeHours*float64(time.Hour)), time.Now())
-		hits = mmr(hits, req.K, lambda)
-	}
 	if err != nil {
 		return memindex.SearchResponse{}, fmt.Errorf("search %s: %w", req.Namespace, err)
+	}
+	xs.add("hydrate", len(fused), len(hits), fmt.Sprintf("loaded up to %d chunks in fused order, skipping those outside sources %v; %d failed the namespace check", pool.K, req.Sources, dropped))
+	if req.HalfLifeHours > 0 {
+		applyDecay(hits, time.Duration(req.HalfLifeHours*float64(time.Hour)), time.Now())
+		xs.add("decay", len(hits), len(hits), fmt.Sprintf("scores of session and record hits halved every %gh of age (files never decay), then re-sorted", req.HalfLifeHours))
+	}
+	in := len(hits)
+	hits = mmr(hits, req.K, lambda)
+	if lambda < 1 {
+		xs.add("mmr", in, len(hits), fmt.Sprintf("chose %d by maximal marginal relevance, lambda %g (word-set similarity between hits)", len(hits), lambda))
+	} else if in > len(hits) {
+		xs.add("top-k", in, len(hits), fmt.Sprintf("kept the first %d", req.K))
 	}
 	if dropped > 0 {
 		// Not degraded in the sense of a leg, but visible: a Searcher that
@@ -225,6 +246,7 @@ func (e *Engine) Search(ctx context.Context, req memindex.SearchRequest) (memind
 		resp.Degraded = append(resp.Degraded, fmt.Sprintf("%d results failed the namespace check and were dropped (a shard bug; please report it)", dropped))
 	}
 	resp.Hits = hits
+	resp.Explain = xs.stages
 	resp.TookMs = millis(time.Since(start))
 	return resp, nil
 }
@@ -476,4 +498,21 @@ func (e *Engine) abstainAt() float64 {
 		return 0
 	}
 	return e.cfg.AbstainVectorScore
+}
+
+// vectorModer is offered by a shard that may keep its vectors without
+// sqlite-vec; *store.Shard does.
+type vectorModer interface {
+	VectorMode() (mode, reason string)
+}
+
+// vectorFallback words a shard in go-scan mode for
+// SearchResponse.VectorFallback ("" in sqlite-vec mode).
+func vectorFallback(s Searcher) string {
+	if vm, ok := s.(vectorModer); ok {
+		if mode, why := vm.VectorMode(); mode == memindex.VectorModeGoScan {
+			return "go-scan: " + why
+		}
+	}
+	return ""
 }

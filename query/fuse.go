@@ -25,7 +25,8 @@ type FuseParams struct {
 	VectorWeight  float64
 	KeywordWeight float64
 	// RRFVectorWeight and RRFKeywordWeight weigh each leg's 1/(k+rank) in
-	// RRF; zero for both means 1 and 1 (plain RRF).
+	// RRF; zero means 1 (both zero: plain RRF). A leg is left out by the
+	// search mode, not by a weight.
 	RRFVectorWeight  float64
 	RRFKeywordWeight float64
 }
@@ -37,8 +38,11 @@ func (p FuseParams) withDefaults() FuseParams {
 	if p.VectorWeight == 0 && p.KeywordWeight == 0 {
 		p.VectorWeight, p.KeywordWeight = DefaultVectorWeight, DefaultKeywordWeight
 	}
-	if p.RRFVectorWeight == 0 && p.RRFKeywordWeight == 0 {
-		p.RRFVectorWeight, p.RRFKeywordWeight = 1, 1
+	if p.RRFVectorWeight == 0 {
+		p.RRFVectorWeight = 1
+	}
+	if p.RRFKeywordWeight == 0 {
+		p.RRFKeywordWeight = 1
 	}
 	return p
 }

@@ -209,3 +209,17 @@ func TestFuseRRFLegWeights(t *testing.T) {
 		})
 	}
 }
+
+// A zero weight is the default 1, never "leave the leg out": a config that
+// sets only the vector weight keeps the keyword leg.
+func TestFuseOneWeightSet(t *testing.T) {
+	kw := []store.Candidate{{ID: "k", Score: 0.000002}}
+	got := Fuse(memindex.FusionRRF, nil, kw, FuseParams{RRFVectorWeight: 0.3})
+	if len(got) != 1 || got[0].ID != "k" || got[0].Score <= 0 {
+		t.Fatalf("Fuse with only the vector weight set = %+v, want the keyword candidate with a positive score", got)
+	}
+	both := Fuse(memindex.FusionRRF, []store.Candidate{{ID: "v", Score: 0.9}}, kw, FuseParams{RRFVectorWeight: 0.3})
+	if len(both) != 2 || both[0].ID != "k" {
+		t.Fatalf("Fuse with vector weight 0.3 = %+v, want the keyword candidate first (weight 1 beats 0.3 at the same rank)", both)
+	}
+}

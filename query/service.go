@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/sourcegraph/conc"
+	"go.opentelemetry.io/otel/trace"
 
 	"memindex"
 )
@@ -41,6 +42,11 @@ type ServiceConfig struct {
 	MaxPending int
 	// Worker is this worker's name, reported in status and service metadata.
 	Worker string
+	// Metrics receives search timings and refusals (metrics.go); nil takes
+	// none.
+	Metrics Metrics
+	// TracerProvider traces searches (trace.go); nil is off.
+	TracerProvider trace.TracerProvider
 }
 
 // Validate reports a setting that is out of range.
@@ -63,6 +69,9 @@ func (c ServiceConfig) withDefaults() ServiceConfig {
 	if c.MaxPending <= 0 {
 		c.MaxPending = DefaultMaxPending
 	}
+	if c.Metrics == nil {
+		c.Metrics = MetricsFuncs{}
+	}
 	return c
 }
 
@@ -81,6 +90,7 @@ type Service struct {
 	eng    *Engine
 	status StatusFunc
 	svc    micro.Service
+	trace  tracing
 
 	// ctx is the parent of every search; cancel ends them when Stop gives up.
 	ctx    context.Context
@@ -103,6 +113,7 @@ type job struct {
 	reply    string
 	req      memindex.SearchRequest
 	received time.Time
+	span     trace.Span // the search span; a no-op when tracing is off
 }
 
 // NewService registers the memindex micro service on nc and starts its
@@ -122,6 +133,7 @@ func NewService(nc *nats.Conn, cfg ServiceConfig, e *Engine, status StatusFunc) 
 		cfg:    cfg,
 		eng:    e,
 		status: status,
+		trace:  newTracing(cfg.TracerProvider),
 		ctx:    ctx,
 		cancel: cancel,
 		jobs:   make(chan job, cfg.MaxPending),
@@ -207,21 +219,23 @@ func (s *Service) handleSearch(r micro.Request) {
 	if r.Reply() == "" {
 		return // a plain publish: nobody to answer
 	}
+	received := time.Now()
+	span := s.trace.start(r, received)
 	req, err := decodeSearch(r.Subject(), r.Data())
 	if err != nil {
-		respondError(r, err)
+		s.rejectSearch(r, span, err)
 		return
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		respondError(r, wireErr(ErrNotReady, "worker %s is stopping; retry", s.cfg.Worker))
+		s.rejectSearch(r, span, wireErr(ErrNotReady, "worker %s is stopping; retry", s.cfg.Worker))
 		return
 	}
 	select {
-	case s.jobs <- job{reply: r.Reply(), req: req, received: time.Now()}:
+	case s.jobs <- job{reply: r.Reply(), req: req, received: received, span: span}:
 	default:
-		respondError(r, wireErr(ErrOverloaded, "worker %s has %d searches pending; retry shortly", s.cfg.Worker, s.cfg.MaxPending))
+		s.rejectSearch(r, span, wireErr(ErrOverloaded, "worker %s has %d searches pending; retry shortly", s.cfg.Worker, s.cfg.MaxPending))
 	}
 }
 
@@ -262,17 +276,22 @@ func (s *Service) work() {
 }
 
 func (s *Service) run(j job) {
-	ctx, cancel := context.WithDeadline(s.ctx, j.received.Add(searchTimeout))
+	ctx, cancel := context.WithDeadline(s.trace.context(s.ctx, j.span), j.received.Add(searchTimeout))
 	defer cancel()
 	resp, err := s.search(ctx, j.req)
 	if err == nil {
 		var data []byte
 		if data, err = json.Marshal(resp); err == nil {
+			s.cfg.Metrics.Searched(&resp, time.Since(j.received), nil)
 			_ = s.nc.Publish(j.reply, data) // a lost reply is the requester's timeout
+			s.trace.endSearch(j.span, &resp, nil, "")
 			return
 		}
 		err = fmt.Errorf("encode search response: %w", err)
 	}
+	s.cfg.Metrics.Searched(nil, time.Since(j.received), err)
+	s.trace.endSearch(j.span, nil, err, codeFor(err))
+	s.cfg.Metrics.Rejected(EndpointSearch, ReasonOf(codeFor(err)))
 	code, msg, body := errorReply(err)
 	_ = s.nc.PublishMsg(&nats.Msg{
 		Subject: j.reply,
@@ -302,10 +321,10 @@ func (s *Service) handleRead(r micro.Request) {
 	data := r.Data()
 	switch {
 	case len(data) > memindex.MaxRequestSize:
-		respondError(r, wireErr(memindex.ErrTooLarge, "read request is %d bytes, over the limit of %d", len(data), memindex.MaxRequestSize))
+		s.rejectRead(r, wireErr(memindex.ErrTooLarge, "read request is %d bytes, over the limit of %d", len(data), memindex.MaxRequestSize))
 		return
 	case json.Unmarshal(data, &req) != nil:
-		respondError(r, wireErr(memindex.ErrInvalid, `read request is not a JSON object like {"sessionKey":"chat","sessionId":"s1","from":1,"count":20}`))
+		s.rejectRead(r, wireErr(memindex.ErrInvalid, `read request is not a JSON object like {"sessionKey":"chat","sessionId":"s1","from":1,"count":20}`))
 		return
 	}
 	ns := strings.TrimPrefix(r.Subject(), memindex.ReadSubjectPrefix+".")
@@ -313,14 +332,14 @@ func (s *Service) handleRead(r micro.Request) {
 	case req.Namespace == "":
 		req.Namespace = ns
 	case req.Namespace != ns:
-		respondError(r, fmt.Errorf("invalid read request: %w", &memindex.FieldError{Field: "namespace", Reason: fmt.Sprintf("%q differs from the subject's namespace %q", req.Namespace, ns), Err: memindex.ErrInvalid}))
+		s.rejectRead(r, fmt.Errorf("invalid read request: %w", &memindex.FieldError{Field: "namespace", Reason: fmt.Sprintf("%q differs from the subject's namespace %q", req.Namespace, ns), Err: memindex.ErrInvalid}))
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, searchTimeout)
 	defer cancel()
 	resp, err := s.eng.Read(ctx, req)
 	if err != nil {
-		respondError(r, err)
+		s.rejectRead(r, err)
 		return
 	}
 	_ = r.RespondJSON(resp)
@@ -359,6 +378,20 @@ func (s *Service) handleStatus(r micro.Request) {
 	if err := r.RespondJSON(st); err != nil {
 		respondError(r, fmt.Errorf("encode status: %w", err))
 	}
+}
+
+// rejectSearch answers a search that will not run with err, and counts it.
+func (s *Service) rejectSearch(r micro.Request, span trace.Span, err error) {
+	code := codeFor(err)
+	s.cfg.Metrics.Rejected(EndpointSearch, ReasonOf(code))
+	s.trace.endSearch(span, nil, err, code)
+	respondError(r, err)
+}
+
+// rejectRead answers a read request with err, and counts it.
+func (s *Service) rejectRead(r micro.Request, err error) {
+	s.cfg.Metrics.Rejected(EndpointRead, ReasonOf(codeFor(err)))
+	respondError(r, err)
 }
 
 // wireError is an error whose message is meant for the requester as it is,

@@ -17,20 +17,20 @@ const (
 		id = excluded.id, role = excluded.role, speaker = excluded.speaker, text = excluded.text, ts = excluded.ts`
 	sqlDeleteMessagesKey     = `DELETE FROM messages WHERE namespace = ? AND session_key = ?`
 	sqlDeleteMessagesSession = `DELETE FROM messages WHERE namespace = ? AND session_key = ? AND session_id = ?`
-	sqlDeleteChunksKey       = `DELETE FROM chunks WHERE namespace = ? AND session_key = ? RETURNING rowid, text, has_vector`
-	sqlDeleteChunksSession   = `DELETE FROM chunks WHERE namespace = ? AND session_key = ? AND session_id = ? RETURNING rowid, text, has_vector`
-	sqlSelectTail            = `SELECT rowid, id, text, has_vector FROM chunks
+	sqlDeleteChunksKey       = `DELETE FROM chunks WHERE namespace = ? AND session_key = ? RETURNING rowid, fts_body, fts_words, fts_ctx, has_vector`
+	sqlDeleteChunksSession   = `DELETE FROM chunks WHERE namespace = ? AND session_key = ? AND session_id = ? RETURNING rowid, fts_body, fts_words, fts_ctx, has_vector`
+	sqlSelectTail            = `SELECT rowid, id, fts_body, fts_words, fts_ctx, has_vector FROM chunks
 		WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq_start >= ?`
 	sqlDeleteChunk = `DELETE FROM chunks WHERE rowid = ?`
-	sqlInsertChunk = `INSERT INTO chunks(id, namespace, source, session_key, session_id, seq_start, seq_end, part, text, ts_start, ts_end, has_vector, created_at, path, dir_path)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, unixepoch(), ?, ?) ON CONFLICT(id) DO NOTHING`
-	sqlDeleteFileChunks = `DELETE FROM chunks WHERE namespace = ? AND path = ? AND source = ? RETURNING rowid, text, has_vector`
+	sqlInsertChunk = `INSERT INTO chunks(id, namespace, source, session_key, session_id, seq_start, seq_end, part, text, ts_start, ts_end, has_vector, created_at, path, dir_path, fts_seg, fts_words, fts_ver, context, ctx_seg)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, unixepoch(), ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`
+	sqlDeleteFileChunks = `DELETE FROM chunks WHERE namespace = ? AND path = ? AND source = ? RETURNING rowid, fts_body, fts_words, fts_ctx, has_vector`
 	sqlDeleteFile       = `DELETE FROM files WHERE namespace = ? AND path = ?`
 	sqlUpsertFile       = `INSERT INTO files(namespace, path, dir_path, content_hash, content, updated_at) VALUES (?, ?, ?, ?, ?, unixepoch())
 		ON CONFLICT(namespace, path) DO UPDATE SET dir_path = excluded.dir_path, content_hash = excluded.content_hash,
 		content = excluded.content, updated_at = excluded.updated_at`
-	sqlFTSInsert   = `INSERT INTO chunks_fts(rowid, text, ns) VALUES (?, ?, ?)`
-	sqlFTSDelete   = `INSERT INTO chunks_fts(chunks_fts, rowid, text, ns) VALUES ('delete', ?, ?, ?)`
+	sqlFTSInsert   = `INSERT INTO chunks_fts(rowid, fts_body, ns, fts_words, fts_ctx) VALUES (?, ?, ?, ?, ?)`
+	sqlFTSDelete   = `INSERT INTO chunks_fts(chunks_fts, rowid, fts_body, ns, fts_words, fts_ctx) VALUES ('delete', ?, ?, ?, ?, ?)`
 	sqlVecInsert   = `INSERT INTO vec_chunks(rowid, embedding) VALUES (?, ?)`
 	sqlVecDelete   = `DELETE FROM vec_chunks WHERE rowid = ?`
 	sqlSetHasVec   = `UPDATE chunks SET has_vector = 1 WHERE rowid = ?`
@@ -44,10 +44,14 @@ type writeStmts struct {
 	deleteChunksKey, deleteChunksSession, selectTail        *sql.Stmt
 	deleteChunk, insertChunk, ftsInsert, ftsDelete          *sql.Stmt
 	vecInsert, vecDelete, setHasVec, setSeq                 *sql.Stmt
-	all                                                     []*sql.Stmt
+	// all holds every statement but vecInsert and vecDelete, which follow
+	// the vector mode (swapVec).
+	all []*sql.Stmt
 }
 
-func prepareWriteStmts(ctx context.Context, db *sql.DB) (*writeStmts, error) {
+// prepareWriteStmts prepares the writer's statements; the vector ones write
+// vec_plain when plain, else vec_chunks (see VectorMode).
+func prepareWriteStmts(ctx context.Context, db *sql.DB, plain bool) (*writeStmts, error) {
 	ws := &writeStmts{}
 	for _, p := range []struct {
 		dst **sql.Stmt
@@ -63,8 +67,6 @@ func prepareWriteStmts(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 		{&ws.insertChunk, sqlInsertChunk},
 		{&ws.ftsInsert, sqlFTSInsert},
 		{&ws.ftsDelete, sqlFTSDelete},
-		{&ws.vecInsert, sqlVecInsert},
-		{&ws.vecDelete, sqlVecDelete},
 		{&ws.setHasVec, sqlSetHasVec},
 		{&ws.setSeq, sqlSetSeq},
 	} {
@@ -76,6 +78,12 @@ func prepareWriteStmts(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 		*p.dst = st
 		ws.all = append(ws.all, st)
 	}
+	ins, del, err := prepareVecStmts(ctx, db, plain)
+	if err != nil {
+		ws.close()
+		return nil, err
+	}
+	ws.swapVec(ins, del)
 	return ws, nil
 }
 
@@ -83,6 +91,11 @@ func (ws *writeStmts) close() error {
 	var errs []error
 	for _, st := range ws.all {
 		errs = append(errs, st.Close())
+	}
+	for _, st := range []*sql.Stmt{ws.vecInsert, ws.vecDelete} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -137,9 +150,13 @@ func (w *writer) close() {
 // Apply applies b in one transaction: DeleteSessions, Messages (upsert),
 // Rechunk, then records b.Seq as the applied sequence when it is greater than
 // the current one. It either applies everything or nothing. After the commit
-// the in-memory vector index reflects the batch.
+// the in-memory vector index reflects the batch. When it fails because the
+// vec0 table fails, the shard falls back to go-scan and Apply is retried once.
 func (s *Shard) Apply(ctx context.Context, b Batch) (ApplyStats, error) {
 	st, err := s.apply(ctx, b)
+	if err != nil && s.vec0Failed(ctx, err) {
+		st, err = s.apply(ctx, b)
+	}
 	if err != nil {
 		return ApplyStats{}, fmt.Errorf("apply: %w", err)
 	}
@@ -317,10 +334,14 @@ func validateBatch(b *Batch, dims int) error {
 	return nil
 }
 
-// deletedChunk is a row returned by a DELETE ... RETURNING on chunks.
+// deletedChunk is a row returned by a DELETE ... RETURNING on chunks; text
+// words and ctx are its FTS values (fts_body, fts_words, fts_ctx) for the
+// 'delete'.
 type deletedChunk struct {
 	rowid     int64
 	text      string
+	words     sql.NullString
+	ctx       string
 	hasVector bool
 }
 
@@ -354,7 +375,7 @@ func (w *writer) deleteSession(ref SessionRef) error {
 
 // dropChunkIndexes removes the FTS row and vector of a deleted chunk.
 func (w *writer) dropChunkIndexes(ns string, d deletedChunk) error {
-	if _, err := w.st(w.ws.ftsDelete).ExecContext(w.ctx, d.rowid, d.text, nsToken(ns)); err != nil {
+	if _, err := w.st(w.ws.ftsDelete).ExecContext(w.ctx, d.rowid, d.text, nsToken(ns), d.words, d.ctx); err != nil {
 		return fmt.Errorf("fts delete: %w", err)
 	}
 	if d.hasVector {
@@ -392,7 +413,7 @@ func (w *writer) rechunk(sc *SessionChunks) error {
 	var tail []stored
 	for rows.Next() {
 		var e stored
-		if err := rows.Scan(&e.rowid, &e.id, &e.text, &e.hasVector); err != nil {
+		if err := rows.Scan(&e.rowid, &e.id, &e.text, &e.words, &e.ctx, &e.hasVector); err != nil {
 			rows.Close()
 			return err
 		}
@@ -449,9 +470,14 @@ func (w *writer) rechunk(sc *SessionChunks) error {
 // insertChunk inserts c with its FTS row and, when it has one, its vector. A
 // chunk whose id is already stored (outside the replaced tail) is left as is.
 func (w *writer) insertChunk(c *Chunk) error {
+	fi := newFTSIndexed(c.Text) // the CJK-segmented form (segment.go)
+	cseg, cbody, ccjk := contextIndexForm(c.Context)
+	if ccjk {
+		fi.ver = tokenizerVersion
+	}
 	res, err := w.st(w.ws.insertChunk).ExecContext(w.ctx,
 		c.ID, c.Namespace, c.Source, c.SessionKey, c.SessionID, c.SeqStart, c.SeqEnd, c.Part, c.Text,
-		timeArg(c.TimeStart), timeArg(c.TimeEnd), c.Vector != nil, c.Path, c.DirPath)
+		timeArg(c.TimeStart), timeArg(c.TimeEnd), c.Vector != nil, c.Path, c.DirPath, fi.seg, fi.words, fi.ver, c.Context, cseg)
 	if err != nil {
 		return err
 	}
@@ -462,7 +488,7 @@ func (w *writer) insertChunk(c *Chunk) error {
 	if err != nil {
 		return err
 	}
-	if _, err := w.st(w.ws.ftsInsert).ExecContext(w.ctx, rowid, c.Text, nsToken(c.Namespace)); err != nil {
+	if _, err := w.st(w.ws.ftsInsert).ExecContext(w.ctx, rowid, fi.body, nsToken(c.Namespace), fi.words, cbody); err != nil {
 		return fmt.Errorf("fts insert: %w", err)
 	}
 	w.stats.ChunksInserted++
@@ -558,13 +584,13 @@ func (w *writer) upsertFile(f *FileUpsert) error {
 	return nil
 }
 
-// dropDeleted reads the rows of a DELETE ... RETURNING rowid, text,
-// has_vector on chunks and removes their FTS rows and vectors.
+// dropDeleted reads the rows of a DELETE ... RETURNING rowid, fts_body,
+// fts_words, fts_ctx, has_vector on chunks and removes their FTS rows and vectors.
 func (w *writer) dropDeleted(ns string, rows *sql.Rows) error {
 	var dels []deletedChunk
 	for rows.Next() {
 		var d deletedChunk
-		if err := rows.Scan(&d.rowid, &d.text, &d.hasVector); err != nil {
+		if err := rows.Scan(&d.rowid, &d.text, &d.words, &d.ctx, &d.hasVector); err != nil {
 			rows.Close()
 			return err
 		}

@@ -6,41 +6,67 @@ import (
 )
 
 // Check verifies that the shard's tables agree: the FTS5 index matches the
-// chunks table, every chunk flagged with a vector has exactly one vec0 row,
-// no vec0 row lacks its chunk, and the in-memory index holds exactly the
-// stored vectors. It returns an error wrapping ErrInconsistent naming the
-// first disagreement. It takes the writer, so batches wait while it runs.
+// chunks table; every chunk flagged with a vector has exactly one row in the
+// vector table of the mode (vec_chunks, or vec_plain in go-scan), no vector
+// row lacks its chunk, and the other table holds none (in go-scan a
+// vec_chunks left from sqlite-vec is stale and not counted); the recorded
+// vector location matches the mode; and the in-memory index holds exactly
+// the stored vectors. It returns an error wrapping ErrInconsistent naming
+// the first disagreement. It takes the writer, so batches wait while it runs.
 func (s *Shard) Check(ctx context.Context) error {
 	if err := s.check(); err != nil {
 		return fmt.Errorf("check: %w", err)
 	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
 	if _, err := s.w.ExecContext(ctx, `INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)`); err != nil {
 		return fmt.Errorf("check: fts index: %v: %w", err, ErrInconsistent)
 	}
-	var flagged, vecRows, orphans, missing int64
-	for _, q := range []struct {
+	vs := s.vec.Load()
+	table, other := "vec_chunks", "vec_plain"
+	if vs.plain() {
+		table, other = "vec_plain", ""
+	}
+	plainFlag, err := vecPlainFlag(ctx, s.w)
+	if err != nil {
+		return fmt.Errorf("check: %w", err)
+	}
+	if plainFlag != vs.plain() {
+		return fmt.Errorf("check: the file records vectors in vec_plain=%t, the shard runs in %s: %w", plainFlag, vs.mode, ErrInconsistent)
+	}
+	var flagged, vecRows, orphans, missing, stray int64
+	qs := []struct {
 		sql string
 		dst *int64
 	}{
 		{`SELECT count(*) FROM chunks WHERE has_vector = 1`, &flagged},
-		{`SELECT count(*) FROM vec_chunks`, &vecRows},
-		{`SELECT count(*) FROM vec_chunks WHERE rowid NOT IN (SELECT rowid FROM chunks)`, &orphans},
-		{`SELECT count(*) FROM chunks WHERE has_vector = 1 AND rowid NOT IN (SELECT rowid FROM vec_chunks)`, &missing},
-	} {
+		{`SELECT count(*) FROM ` + table, &vecRows},
+		{`SELECT count(*) FROM ` + table + ` WHERE rowid NOT IN (SELECT rowid FROM chunks)`, &orphans},
+		{`SELECT count(*) FROM chunks WHERE has_vector = 1 AND rowid NOT IN (SELECT rowid FROM ` + table + `)`, &missing},
+	}
+	if other != "" {
+		qs = append(qs, struct {
+			sql string
+			dst *int64
+		}{`SELECT count(*) FROM ` + other, &stray})
+	}
+	for _, q := range qs {
 		if err := s.w.QueryRowContext(ctx, q.sql).Scan(q.dst); err != nil {
 			return fmt.Errorf("check: %w", err)
 		}
 	}
 	switch {
 	case orphans > 0:
-		return fmt.Errorf("check: %d vectors without a chunk: %w", orphans, ErrInconsistent)
+		return fmt.Errorf("check: %d vectors in %s without a chunk: %w", orphans, table, ErrInconsistent)
 	case missing > 0:
-		return fmt.Errorf("check: %d chunks flagged with a vector have none: %w", missing, ErrInconsistent)
+		return fmt.Errorf("check: %d chunks flagged with a vector have none in %s: %w", missing, table, ErrInconsistent)
 	case flagged != vecRows:
-		return fmt.Errorf("check: %d chunks flagged with a vector, %d vectors: %w", flagged, vecRows, ErrInconsistent)
+		return fmt.Errorf("check: %d chunks flagged with a vector, %d vectors in %s: %w", flagged, vecRows, table, ErrInconsistent)
+	case stray > 0:
+		return fmt.Errorf("check: %d vectors in %s while the shard keeps them in %s: %w", stray, other, table, ErrInconsistent)
 	}
 	if n := s.indexLen(); int64(n) != vecRows {
-		return fmt.Errorf("check: in-memory index holds %d vectors, vec0 %d: %w", n, vecRows, ErrInconsistent)
+		return fmt.Errorf("check: in-memory index holds %d vectors, %s %d: %w", n, table, vecRows, ErrInconsistent)
 	}
 	return nil
 }

@@ -10,6 +10,25 @@
 // cosine scan backed by the durable vec0 table), hydration of hits, and the
 // embedding cache in its own SQLite file.
 //
+// A shard runs without sqlite-vec too ("go-scan" mode, reported by
+// VectorMode): when the extension is missing, disabled (Config.NoSqliteVec)
+// or its vec0 table fails to be read or written, vectors are kept in the
+// plain table vec_plain and the same in-memory scan serves them. A file
+// moves its vectors between vec_chunks and vec_plain when it is opened in
+// the other mode (meta 'vec_plain' records where they are; vec0's shadow
+// tables are read without the extension).
+//
+// Keyword search finds Chinese, Japanese and Korean words inside longer runs
+// of their script (segment.go): Apply gives the FTS index a segmented form
+// of a chunk's CJK text (Han runs cut into words and sub-words by the gse
+// dictionary segmenter, Kana and Hangul runs with their character bigrams)
+// and BuildMatch cuts a query the same way, dropping CJK stop words; text
+// without CJK characters is indexed as it is, with porter stemming. The
+// shard records the tokenizer version it was indexed with (meta
+// 'tokenizer', chunks.fts_ver), and Open re-indexes, in batches, the chunks
+// of another version (Config.OnReindex reports progress). Snippets and hits
+// always show the chunk's original text.
+//
 // Invariants:
 //   - One Apply is one transaction: rows, FTS rows, vectors and the applied
 //     sequence commit together or not at all, and readers (WAL) never see
@@ -19,6 +38,12 @@
 //     namespace is never returned, however similar the names.
 //   - Vectors are stored as float32 little-endian BLOBs, never JSON; vec0 is
 //     queried in its own statement and metadata is joined afterwards.
+//   - After Open every chunk is in the FTS index, indexed from the values
+//     stored with it (fts_body, ns, fts_words), which Apply also uses to
+//     delete its FTS row: the index always agrees with chunks (Check).
+//   - A chunk flagged with a vector has exactly one, in the table of the
+//     shard's vector mode; the other table holds none (a vec_chunks left
+//     behind in go-scan is stale and emptied when sqlite-vec returns).
 //
 // It must not import NATS, the embedder, the chunker or the query package, and
 // it never logs or prints: errors are returned, wrapped once per layer.

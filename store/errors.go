@@ -17,8 +17,9 @@ var (
 	// ErrNoFTS5 is returned by Open when SQLite was built without FTS5 (build
 	// with -tags sqlite_fts5).
 	ErrNoFTS5 = errors.New("sqlite built without fts5")
-	// ErrNoVec is returned by Open when the sqlite-vec extension is missing
-	// (vec_version() fails).
+	// ErrNoVec is wrapped in the reason VectorMode gives when the sqlite-vec
+	// extension is missing (vec_version() fails). Open does not fail with it:
+	// the shard keeps its vectors in a plain table (go-scan mode).
 	ErrNoVec = errors.New("sqlite-vec not loaded")
 	// ErrDims is returned by Open when the file was created with another
 	// vector dimension, and by Apply and SetVectors when a vector's length is

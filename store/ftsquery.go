@@ -17,11 +17,14 @@ const (
 // BuildMatch returns an FTS5 MATCH expression for any user text, or "" when
 // the text has no searchable term. It never produces an FTS5 syntax error:
 // it extracts word tokens (runs of Unicode letters, digits and marks),
-// lowercases them, drops duplicates, drops common English stop words when
-// other terms remain, keeps at most 32 (the longest, as a proxy for the
-// rarest), quotes each as an FTS5 string ("term", a quote doubled) and joins
-// them with OR. Operators, column filters, prefixes and invalid UTF-8 in the
-// input are treated as separators, never as syntax.
+// lowercases them, cuts Chinese, Japanese and Korean runs into the words the
+// index holds for them (see indexForm: "人工智能" gives 人工, 智能 and
+// 人工智能) and drops CJK stop words (的, の, 에서, ...) always, drops
+// duplicates, drops common English stop words when other terms remain,
+// keeps at most 32 (the longest, as a proxy for the rarest), quotes each as
+// an FTS5 string ("term", a quote doubled) and joins them with OR.
+// Operators, column filters, prefixes and invalid UTF-8 in the input are
+// treated as separators, never as syntax.
 func BuildMatch(text string) string { return joinTerms(matchTerms(text)) }
 
 // matchTerms returns the query terms BuildMatch joins, in query order.
@@ -35,6 +38,19 @@ func matchTerms(text string) []string {
 	var terms []term
 	seen := map[string]bool{}
 	nonStop := 0
+	// add appends tok unless it is too long or seen; a CJK term (stop words
+	// already dropped) is never an English stop word.
+	add := func(tok string, runes int, cjk bool) {
+		if len(tok) > maxTermBytes || seen[tok] {
+			return
+		}
+		seen[tok] = true
+		t := term{s: tok, runes: runes, order: len(terms), stop: !cjk && stopWords[tok]}
+		if !t.stop {
+			nonStop++
+		}
+		terms = append(terms, t)
+	}
 	for start := 0; start < len(text); {
 		// skip separators
 		r, size := utf8.DecodeRuneInString(text[start:])
@@ -52,17 +68,29 @@ func matchTerms(text string) []string {
 			end += size
 			runes++
 		}
-		tok := strings.ToLower(text[start:end])
+		word := text[start:end]
 		start = end
-		if len(tok) > maxTermBytes || seen[tok] {
+		if !hasCJK(word) {
+			add(strings.ToLower(word), runes, false)
 			continue
 		}
-		seen[tok] = true
-		t := term{s: tok, runes: runes, order: len(terms), stop: stopWords[tok]}
-		if !t.stop {
-			nonStop++
+		// Cut CJK runs into index words; the rest of the word (Latin
+		// letters or digits next to them) is a term of its own, as the
+		// index separates them too.
+		prev := 0
+		for _, run := range cjkRuns(word) {
+			if run.start > prev {
+				other := word[prev:run.start]
+				add(strings.ToLower(other), utf8.RuneCountInString(other), false)
+			}
+			for _, t := range queryTerms(word[run.start:run.end], run.class) {
+				add(t, utf8.RuneCountInString(t), true)
+			}
+			prev = run.end
 		}
-		terms = append(terms, t)
+		if prev < len(word) {
+			add(strings.ToLower(word[prev:]), utf8.RuneCountInString(word[prev:]), false)
+		}
 	}
 	if len(terms) == 0 {
 		return nil

@@ -17,13 +17,22 @@ const (
 	snippetTokens = 16
 )
 
+// ftsColumns is the FTS5 column filter a keyword query searches: the text as
+// the index sees it (fts_body: chunks.text, or its segmented form for CJK),
+// the extra CJK index words (fts_words), see indexForm, and the chunk's
+// context (fts_ctx, at half weight: migration 0006).
+const ftsColumns = `{fts_body fts_words fts_ctx}`
+
 // KeywordSearch returns the top limit chunks of namespace ns matching text by
 // FTS5 BM25, best first, with filters applied in SQL. The text is turned into
 // a query by BuildMatch (no searchable term: no result, no error). Isolation
 // is exact: the MATCH is confined to the namespace's FTS token and every row
 // is checked against chunks.namespace. Score is keywordScore(rank), in
 // [0,1) (see keywordScore); Snippet marks matched terms with « » around a passage of about 16
-// tokens, with … where it was cut.
+// tokens, with … where it was cut; it is always cut from the chunk's own
+// text (for a query with Chinese, Japanese or Korean terms, by cjkSnippet).
+// A query made only of stop words of those languages has no term: no
+// result, no error.
 //
 // When every query term is so common that ranking all its matches would
 // exceed the row budget, only the newest matching chunks are ranked and the
@@ -58,7 +67,10 @@ func (s *Shard) KeywordSearch(ctx context.Context, ns, text string, f Filter, li
 			s.df.budget, strings.Join(terms, ", "), about)}
 	}
 	m := joinTerms(terms)
-	q, args := keywordQuery(ns, m, s.sizes.useNSToken(ns), f, limit, minRowid)
+	// A query with CJK terms cuts its snippets from the chunk's text (see
+	// cjkSnippet); FTS5's snippet is the fallback.
+	cjk := hasCJKTerm(terms)
+	q, args := keywordQuery(ns, m, s.sizes.useNSToken(ns), f, limit, minRowid, cjk)
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("keyword search: %w", err)
@@ -68,8 +80,22 @@ func (s *Shard) KeywordSearch(ctx context.Context, ns, text string, f Filter, li
 	for rows.Next() {
 		var c Candidate
 		var rank float64
-		if err := rows.Scan(&c.ID, &rank, &c.Snippet); err != nil {
+		var text string
+		dst := []any{&c.ID, &rank, &c.Snippet}
+		if cjk {
+			dst = append(dst, &text)
+		}
+		if err := rows.Scan(dst...); err != nil {
 			return nil, fmt.Errorf("keyword search: %w", err)
+		}
+		sn := ""
+		if cjk && hasCJK(text) {
+			sn = cjkSnippet(text, terms)
+		}
+		if sn != "" {
+			c.Snippet = sn
+		} else if strings.Contains(c.Snippet, wordSep) {
+			c.Snippet = strings.ReplaceAll(c.Snippet, wordSep, "") // CJK word separators
 		}
 		c.Score = keywordScore(rank)
 		c.Rank = len(out) + 1
@@ -87,7 +113,7 @@ func (s *Shard) KeywordSearch(ctx context.Context, ns, text string, f Filter, li
 // this costs a fraction of ranking the matches. It returns 0 (no bound) when
 // the namespace has at most n matches.
 func (s *Shard) newestWindow(ctx context.Context, ns, match string, f Filter, n int64) (int64, error) {
-	expr := `text : (` + match + `)`
+	expr := ftsColumns + ` : (` + match + `)`
 	if s.sizes.useNSToken(ns) {
 		expr = `ns : "` + nsToken(ns) + `" AND ` + expr
 	}
@@ -137,16 +163,21 @@ func appendFilter(b *strings.Builder, args []any, f Filter) []any {
 }
 
 // keywordQuery builds the SQL of a keyword search; only the filters in use
-// appear, so each shape gets its own cached plan. nsToken adds the
+// appear, so each shape gets its own cached plan. withText also selects the
+// chunk's text (for cjkSnippet). nsToken adds the
 // namespace's FTS token to the MATCH (see useNSToken); chunks.namespace is
 // checked exactly either way.
-func keywordQuery(ns, match string, nsTok bool, f Filter, limit int, minRowid int64) (string, []any) {
+func keywordQuery(ns, match string, nsTok bool, f Filter, limit int, minRowid int64, withText bool) (string, []any) {
 	var b strings.Builder
 	b.WriteString(`SELECT c.id, chunks_fts.rank, snippet(chunks_fts, 0, '` + snippetOpen + `', '` + snippetClose +
-		`', '` + snippetEllips + `', ` + fmt.Sprint(snippetTokens) + `)
+		`', '` + snippetEllips + `', ` + fmt.Sprint(snippetTokens) + `)`)
+	if withText {
+		b.WriteString(`, c.text`)
+	}
+	b.WriteString(`
 		FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid
 		WHERE chunks_fts MATCH ? AND c.namespace = ?`)
-	expr := `text : (` + match + `)`
+	expr := ftsColumns + ` : (` + match + `)`
 	if nsTok {
 		expr = `ns : "` + nsToken(ns) + `" AND ` + expr
 	}

@@ -53,8 +53,12 @@ func loadMigrations() ([]migration, error) {
 
 // migrate applies every embedded migration not yet recorded in
 // schema_migrations, each in its own transaction together with its record.
-// {{DIMS}} in a migration is replaced by dims.
-func migrate(ctx context.Context, db *sql.DB, dims int) error {
+// {{DIMS}} in a migration is replaced by dims. Without sqlite-vec (vec
+// false) a statement creating a vec0 table is skipped; Open creates
+// vec_chunks once the shard is opened with sqlite-vec (ensureVec0).
+// Migrations apply in version order, whatever order they were added in: a
+// file that lacks an earlier version than one it has gets it too.
+func migrate(ctx context.Context, db *sql.DB, dims int, vec bool) error {
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER PRIMARY KEY,
 		name       TEXT NOT NULL,
@@ -93,6 +97,9 @@ func migrate(ctx context.Context, db *sql.DB, dims int) error {
 	for _, m := range ms {
 		if applied[m.version] {
 			continue
+		}
+		if !vec {
+			m.sql = withoutVec0(m.sql)
 		}
 		if err := applyMigration(ctx, db, m, dims); err != nil {
 			return fmt.Errorf("%s: %w", m.name, err)

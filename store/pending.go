@@ -16,7 +16,7 @@ func (s *Shard) PendingVectors(ctx context.Context, limit int) ([]PendingChunk, 
 		return nil, nil
 	}
 	rows, err := s.r.QueryContext(ctx,
-		`SELECT id, text FROM chunks WHERE has_vector = 0 ORDER BY rowid LIMIT ?`, limit)
+		`SELECT id, text, context FROM chunks WHERE has_vector = 0 ORDER BY rowid LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("pending vectors: %w", err)
 	}
@@ -24,7 +24,7 @@ func (s *Shard) PendingVectors(ctx context.Context, limit int) ([]PendingChunk, 
 	var out []PendingChunk
 	for rows.Next() {
 		var p PendingChunk
-		if err := rows.Scan(&p.ID, &p.Text); err != nil {
+		if err := rows.Scan(&p.ID, &p.Text, &p.Context); err != nil {
 			return nil, fmt.Errorf("pending vectors: %w", err)
 		}
 		out = append(out, p)
@@ -41,6 +41,9 @@ func (s *Shard) PendingVectors(ctx context.Context, limit int) ([]PendingChunk, 
 // it wrote; a vector of the wrong length fails the whole call with ErrDims.
 func (s *Shard) SetVectors(ctx context.Context, vs []ChunkVector) (int, error) {
 	n, err := s.setVectors(ctx, vs)
+	if err != nil && s.vec0Failed(ctx, err) { // now in go-scan: retry once
+		n, err = s.setVectors(ctx, vs)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("set vectors: %w", err)
 	}

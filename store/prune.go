@@ -110,7 +110,7 @@ func (d *termDF) get(ctx context.Context, db *sql.DB, term string, total int64) 
 	// a term in every chunk of a large shard costs milliseconds.
 	var n int64
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)`,
-		`text : `+quoteTerm(term), d.cap()).Scan(&n); err != nil {
+		ftsColumns+` : `+quoteTerm(term), d.cap()).Scan(&n); err != nil {
 		return 0, err
 	}
 	d.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -43,9 +44,15 @@ func (s *Shard) SessionMessages(ctx context.Context, ref SessionRef, fromSeq int
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("session messages: %w", err)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT seq, id, role, speaker, text, ts FROM messages
+	return s.queryMessages(ctx, ref, `SELECT seq, id, role, speaker, text, ts FROM messages
 		WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq >= ?
-		ORDER BY seq LIMIT ?`, ref.Namespace, ref.SessionKey, ref.SessionID, fromSeq, sqlLimit(limit))
+		ORDER BY seq LIMIT ?`, fromSeq, sqlLimit(limit))
+}
+
+// queryMessages runs a SELECT seq, id, role, speaker, text, ts on messages
+// whose first three parameters are ref's, followed by args.
+func (s *Shard) queryMessages(ctx context.Context, ref SessionRef, query string, args ...any) ([]Message, error) {
+	rows, err := s.r.QueryContext(ctx, query, append([]any{ref.Namespace, ref.SessionKey, ref.SessionID}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("session messages: %w", err)
 	}
@@ -63,6 +70,26 @@ func (s *Shard) SessionMessages(ctx context.Context, ref SessionRef, fromSeq int
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("session messages: %w", err)
 	}
+	return out, nil
+}
+
+// SessionMessagesBefore returns up to n stored messages of a session with
+// seq < beforeSeq, the nearest ones, in seq order: what gives a re-chunked
+// tail's first chunks their context.
+func (s *Shard) SessionMessagesBefore(ctx context.Context, ref SessionRef, beforeSeq int64, n int) ([]Message, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("session messages: %w", err)
+	}
+	out, err := s.queryMessages(ctx, ref, `SELECT seq, id, role, speaker, text, ts FROM messages
+		WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq < ?
+		ORDER BY seq DESC LIMIT ?`, beforeSeq, n)
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(out)
 	return out, nil
 }
 

@@ -313,7 +313,7 @@ func TestPendingAndSetVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []PendingChunk{{sc.Chunks[0].ID, sc.Chunks[0].Text}, {sc.Chunks[1].ID, sc.Chunks[1].Text}, {sc.Chunks[3].ID, sc.Chunks[3].Text}}
+	want := []PendingChunk{{sc.Chunks[0].ID, sc.Chunks[0].Text, sc.Chunks[0].Context}, {sc.Chunks[1].ID, sc.Chunks[1].Text, sc.Chunks[1].Context}, {sc.Chunks[3].ID, sc.Chunks[3].Text, sc.Chunks[3].Context}}
 	if !reflect.DeepEqual(p, want) {
 		t.Errorf("PendingVectors(3) = %+v, want %+v", p, want)
 	}
@@ -333,7 +333,7 @@ func TestPendingAndSetVectors(t *testing.T) {
 		t.Fatalf("SetVectors() = %d, %v, want 3", n, err)
 	}
 	p, _ = s.PendingVectors(ctx, 10)
-	if want := []PendingChunk{{sc.Chunks[3].ID, sc.Chunks[3].Text}}; !reflect.DeepEqual(p, want) {
+	if want := []PendingChunk{{sc.Chunks[3].ID, sc.Chunks[3].Text, sc.Chunks[3].Context}}; !reflect.DeepEqual(p, want) {
 		t.Errorf("PendingVectors() after SetVectors = %+v, want %+v", p, want)
 	}
 	st, _ := s.Stats(ctx)
@@ -428,9 +428,9 @@ func TestShadowScanMatchesVec0Scan(t *testing.T) {
 	if _, err := s.SetVectors(ctx, []ChunkVector{{ID: "c-n-k-0-5", Vector: randVec(r, testDims)}}); err != nil {
 		t.Fatal(err)
 	}
-	collect := func(scan func(context.Context, func(int64, []byte) error) error) map[int64]string {
+	collect := func(scan func(context.Context, queryer, func(int64, []byte) error) error) map[int64]string {
 		out := map[int64]string{}
-		if err := scan(ctx, func(rowid int64, blob []byte) error {
+		if err := scan(ctx, s.r, func(rowid int64, blob []byte) error {
 			out[rowid] = string(blob)
 			return nil
 		}); err != nil {

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	vec "github.com/asg017/sqlite-vec-go-bindings/cgo"
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
 
@@ -26,6 +25,17 @@ type Config struct {
 	// was opened with; opening it with another fails with ErrSpace, so
 	// vectors of two models are never mixed. Empty skips the check.
 	Space string
+	// NoSqliteVec opens the shard without sqlite-vec, exactly as if the
+	// binary had none: vectors are kept in the plain table vec_plain and
+	// VectorMode reports VectorModeGoScan (for operators working around a
+	// sqlite-vec problem, and for tests). A shard also runs in go-scan when
+	// sqlite-vec is missing or its vec0 table fails.
+	NoSqliteVec bool
+	// OnReindex, when set, is called after each batch of the keyword index
+	// rebuild that Open runs when the file was indexed by another tokenizer
+	// version (or before migration 0004), with the chunks done and the
+	// total; Open returns when it is complete. Use it to log progress.
+	OnReindex func(done, total int64)
 }
 
 // Validate reports whether the configuration is usable.
@@ -45,13 +55,18 @@ const (
 	driverName       = "memindex-sqlite3"
 )
 
-var registerOnce sync.Once
+var (
+	registerOnce sync.Once
+	// vecAutoErr is why sqlite-vec could not be registered (nil: it was).
+	vecAutoErr error
+)
 
-// registerDriver loads sqlite-vec into every future connection and registers
-// the driver whose connect hook sets the per-connection tuning pragmas.
+// registerDriver loads sqlite-vec into every future connection (but those
+// opened with noVecParam) and registers the driver whose connect hook sets
+// the per-connection tuning pragmas.
 func registerDriver() {
 	registerOnce.Do(func() {
-		vec.Auto()
+		vecAutoErr = autoLoadVec()
 		sql.Register(driverName, &sqlite3.SQLiteDriver{
 			ConnectHook: func(c *sqlite3.SQLiteConn) error {
 				_, err := c.Exec(`PRAGMA temp_store = MEMORY; PRAGMA mmap_size = 268435456;
@@ -74,6 +89,11 @@ type Shard struct {
 	index *vectorIndex
 	sizes *nsSizes
 	df    *termDF
+	// vec is the vector mode (see VectorMode); it changes from sqlite-vec
+	// to go-scan at most once while open, under writeMu.
+	vec atomic.Pointer[vecState]
+	// vecLoaded says sqlite-vec is loaded on the shard's connections.
+	vecLoaded bool
 
 	// writeMu serialises write transactions together with the in-memory
 	// index update that follows their commit, so index updates apply in
@@ -115,6 +135,9 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	}
 	registerDriver()
 	common := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=on&_synchronous=NORMAL&_cache_size=-32000&_stmt_cache_size=32", busyTimeoutMS)
+	if cfg.NoSqliteVec {
+		common += "&" + noVecParam
+	}
 	w, err := sql.Open(driverName, dsn(path, "_journal_mode=WAL&_txlock=immediate&"+common))
 	if err != nil {
 		return nil, err
@@ -132,10 +155,12 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	if err := verify(ctx, w, true); err != nil {
 		return nil, err
 	}
+	vecErr := errors.Join(vecAutoErr, probeVecModule(ctx, w))
+	s.vecLoaded = vecErr == nil
 	if err := checkDims(ctx, w, cfg.Dims); err != nil {
 		return nil, err
 	}
-	if err := migrate(ctx, w, cfg.Dims); err != nil {
+	if err := migrate(ctx, w, cfg.Dims, s.vecLoaded); err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
 	if err := checkDims(ctx, w, cfg.Dims); err != nil {
@@ -143,6 +168,9 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	}
 	if err := checkSpace(ctx, w, cfg.Space); err != nil {
 		return nil, err
+	}
+	if _, err := reindexKeywords(ctx, w, cfg.OnReindex); err != nil { // segment_reindex.go
+		return nil, fmt.Errorf("reindex keywords: %w", err)
 	}
 	// Readers connect after the writer has put the file in WAL mode.
 	s.r, err = sql.Open(driverName, dsn(path, "_query_only=true&"+common))
@@ -156,19 +184,29 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	if err := verify(ctx, s.r, false); err != nil {
 		return nil, fmt.Errorf("reader: %w", err)
 	}
-	if s.ws, err = prepareWriteStmts(ctx, w); err != nil {
+	if err := s.setupVectors(ctx, cfg.NoSqliteVec, vecErr); err != nil {
+		return nil, err
+	}
+	if s.ws, err = prepareWriteStmts(ctx, w, s.vec.Load().plain()); err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
 	if err := s.sizes.load(ctx, s.r); err != nil {
 		return nil, fmt.Errorf("load sizes: %w", err)
 	}
 	if err := s.loadIndex(ctx); err != nil {
-		return nil, fmt.Errorf("load vectors: %w", err)
+		if s.vec.Load().plain() || errors.Is(err, ErrDims) || ctx.Err() != nil {
+			return nil, fmt.Errorf("load vectors: %w", err)
+		}
+		// vec_chunks cannot be read: keep the vectors without it.
+		if err := s.fallBackLocked(ctx, "vec0 table unreadable: "+err.Error()); err != nil {
+			return nil, fmt.Errorf("load vectors: %w", err)
+		}
 	}
 	return s, nil
 }
 
-// verify reads back the pragmas and probes FTS5 and sqlite-vec.
+// verify reads back the pragmas and probes FTS5 (sqlite-vec is probed
+// apart: a shard runs without it, see VectorMode).
 func verify(ctx context.Context, db *sql.DB, writer bool) error {
 	var mode string
 	if err := db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
@@ -203,10 +241,6 @@ func verify(ctx context.Context, db *sql.DB, writer bool) error {
 	var fts string
 	if err := db.QueryRowContext(ctx, `SELECT fts5_source_id()`).Scan(&fts); err != nil {
 		return fmt.Errorf("%w: %v", ErrNoFTS5, err)
-	}
-	var v string
-	if err := db.QueryRowContext(ctx, `SELECT vec_version()`).Scan(&v); err != nil {
-		return fmt.Errorf("%w: %v", ErrNoVec, err)
 	}
 	return nil
 }

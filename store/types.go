@@ -34,9 +34,13 @@ type Chunk struct {
 	SeqEnd     int64
 	Part       int
 	Text       string
-	TimeStart  time.Time
-	TimeEnd    time.Time
-	Vector     []float32
+	// Context is indexed for keyword search with a lower weight than Text
+	// and never shown: for a session chunk, its date and the messages before
+	// it (chunker.Chunk.Context).
+	Context   string
+	TimeStart time.Time
+	TimeEnd   time.Time
+	Vector    []float32
 	// Path and DirPath place a memory file's chunk (Source "files"); for
 	// those, SeqStart and SeqEnd are its first and last line.
 	Path    string
@@ -112,8 +116,9 @@ type ChunkSpan struct {
 
 // PendingChunk is a stored chunk that waits for a vector.
 type PendingChunk struct {
-	ID   string
-	Text string
+	ID      string
+	Text    string
+	Context string
 }
 
 // ChunkVector is a vector for a stored chunk.

@@ -11,10 +11,11 @@ import (
 // vec0KMax is the largest k sqlite-vec accepts in one KNN query.
 const vec0KMax = 4096
 
-// loadIndex fills the in-memory index from vec_chunks and chunks (separate
-// statements, joined in Go). It repairs the two inconsistencies it can find:
-// a vector row whose chunk is gone or not flagged is deleted, and a chunk
-// flagged has_vector without a vector row is marked pending again.
+// loadIndex fills the in-memory index from the vector table of the mode
+// (vec_chunks, or vec_plain in go-scan) and chunks (separate statements,
+// joined in Go). It repairs the two inconsistencies it can find: a vector
+// row whose chunk is gone or not flagged is deleted, and a chunk flagged
+// has_vector without a vector row is marked pending again.
 func (s *Shard) loadIndex(ctx context.Context) error {
 	type meta struct {
 		ns    string
@@ -78,11 +79,15 @@ func (s *Shard) loadIndex(ctx context.Context) error {
 		return nil
 	}
 	reset()
-	err = s.scanVec0Shadow(ctx, add)
-	if errors.Is(err, errShadowLayout) {
-		reset()
-		orphans = orphans[:0]
-		err = s.scanVec0(ctx, add)
+	if s.vec.Load().plain() {
+		err = s.scanPlain(ctx, s.r, add)
+	} else {
+		err = s.scanVec0Shadow(ctx, s.r, add)
+		if errors.Is(err, errShadowLayout) {
+			reset()
+			orphans = orphans[:0]
+			err = s.scanVec0(ctx, s.r, add)
+		}
 	}
 	if err != nil {
 		return err
@@ -106,8 +111,8 @@ func (s *Shard) loadIndex(ctx context.Context) error {
 
 // scanVec0 calls add with every row of vec_chunks, through the virtual table
 // (the documented way; about 10 µs a row).
-func (s *Shard) scanVec0(ctx context.Context, add func(rowid int64, blob []byte) error) error {
-	rows, err := s.r.QueryContext(ctx, `SELECT rowid, embedding FROM vec_chunks`)
+func (s *Shard) scanVec0(ctx context.Context, q queryer, add func(rowid int64, blob []byte) error) error {
+	rows, err := q.QueryContext(ctx, `SELECT rowid, embedding FROM vec_chunks`)
 	if err != nil {
 		return err
 	}
@@ -135,13 +140,14 @@ var errShadowLayout = errors.New("unexpected vec0 shadow layout")
 // holds one BLOB of chunk_size vectors per chunk. Reading whole chunk BLOBs
 // is an order of magnitude faster than a scan of the virtual table. Any
 // mismatch with that layout returns errShadowLayout before add is called
-// for a row that could be wrong.
-func (s *Shard) scanVec0Shadow(ctx context.Context, add func(rowid int64, blob []byte) error) error {
+// for a row that could be wrong. The shadow tables are ordinary tables, so
+// this works without sqlite-vec too.
+func (s *Shard) scanVec0Shadow(ctx context.Context, q queryer, add func(rowid int64, blob []byte) error) error {
 	type slot struct {
 		rowid  int64
 		offset int64
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT rowid, chunk_id, chunk_offset FROM vec_chunks_rowids`)
+	rows, err := q.QueryContext(ctx, `SELECT rowid, chunk_id, chunk_offset FROM vec_chunks_rowids`)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errShadowLayout, err)
 	}
@@ -167,7 +173,7 @@ func (s *Shard) scanVec0Shadow(ctx context.Context, add func(rowid int64, blob [
 		return fmt.Errorf("%w: %v", errShadowLayout, err)
 	}
 	width := 4 * s.dims
-	vrows, err := s.r.QueryContext(ctx, `SELECT rowid, vectors FROM vec_chunks_vector_chunks00`)
+	vrows, err := q.QueryContext(ctx, `SELECT rowid, vectors FROM vec_chunks_vector_chunks00`)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errShadowLayout, err)
 	}
@@ -209,8 +215,9 @@ func (s *Shard) repairVectors(ctx context.Context, orphans, missing []int64) err
 		return err
 	}
 	defer tx.Rollback()
+	_, del := vecSQL(s.vec.Load().plain())
 	for _, id := range orphans {
-		if _, err := tx.ExecContext(ctx, sqlVecDelete, id); err != nil {
+		if _, err := tx.ExecContext(ctx, del, id); err != nil {
 			return fmt.Errorf("repair: %w", err)
 		}
 	}

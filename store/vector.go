@@ -18,8 +18,9 @@ import (
 const parallelScanMin = 20000
 
 // vectorIndex is the in-memory copy of the vectors of one shard, one flat
-// space per namespace. vec_chunks (vec0) is the durable copy it is loaded
-// from at Open; Apply and SetVectors update it after they commit.
+// space per namespace. vec_chunks (vec0), or vec_plain in go-scan mode, is
+// the durable copy it is loaded from at Open; Apply and SetVectors update
+// it after they commit.
 type vectorIndex struct {
 	dims   int
 	mu     sync.RWMutex

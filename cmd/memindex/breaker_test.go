@@ -107,7 +107,7 @@ func TestProviderOutageOpensTheBreaker(t *testing.T) {
 	}
 	resp, err := cl.Search(context.Background(), memindex.SearchRequest{Namespace: "beacon", Query: "lighthouse keeper"})
 	if err != nil || len(resp.Hits) == 0 || resp.Legs.Vector.Answered || len(resp.Degraded) == 0 {
-		t.Fatalf("search during the outage = %d hits, vector leg %+v, degraded %q, %v; want keyword hits, flagged", len(resp.Hits), resp.Legs.Vector, resp.Degraded, err)
+		t.Fatalf("search during the outage = %d hits, legs %+v, degraded %q, abstained %q, %v; want keyword hits, flagged", len(resp.Hits), resp.Legs, resp.Degraded, resp.Abstained, err)
 	}
 
 	down.Store(false)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -40,26 +39,9 @@ func testNode(t *testing.T, partitions int) *node {
 // also called when the test ends).
 func testNodeIn(t *testing.T, dir string, partitions int) (n *node, stop func()) {
 	t.Helper()
-	cfg := serveConfig{listen: "127.0.0.1:-1", data: dir, partitions: partitions, provider: providerFlags{name: "builtin", dims: 384},
-		batch: 500, embedBatch: 64, embedConc: 2, chunkTokens: 400, overlap: 60, worker: "test", maxPending: 64}
-	n, err := startNode(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatalf("startNode: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- n.run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("run: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return n, stop
+	cfg := testServeConfig(dir)
+	cfg.partitions = partitions
+	return runTestNode(t, cfg, nil)
 }
 
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
@@ -334,7 +316,7 @@ func TestKillAndRestartIsExactlyOnce(t *testing.T) {
 		for i, m := range s.msgs {
 			cms[i] = chunker.Message{Seq: m.Seq, ID: m.ID, Speaker: m.Speaker, Text: m.Text, Time: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 		}
-		want := chunker.Session(chunker.Config{}, s.ref.Namespace+"\x00"+s.ref.SessionKey+"\x00"+s.ref.SessionID, cms)
+		want := chunker.Session(chunker.Config{BudgetTokens: defaultChunkTokens, OverlapTokens: defaultChunkOverlap}, s.ref.Namespace+"\x00"+s.ref.SessionKey+"\x00"+s.ref.SessionID, cms)
 		wantChunks += int64(len(want))
 		got, err := sh.SessionChunkSpans(ctx, s.ref)
 		if err != nil {

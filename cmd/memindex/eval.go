@@ -56,10 +56,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	dir := fs.String("locomo", env("MEMINDEX_LOCOMO_DIR", "../shared/eval-data/locomo"), "folder with locomo10.events.jsonl and locomo10.queries.jsonl")
 	mode := fs.String("mode", "keyword,vector,hybrid", "search modes to measure, comma separated: keyword, vector, hybrid")
 	fusion := fs.String("fusion", memindex.FusionRRF, "hybrid fusion: rrf or weighted")
-	chunkTokens := fs.Int("chunk-tokens", 400, "session window budget in tokens")
-	overlap := fs.Int("chunk-overlap", 60, "window overlap in tokens")
+	chunkTokens := fs.Int("chunk-tokens", defaultChunkTokens, "session window budget in tokens")
+	overlap := fs.Int("chunk-overlap", defaultChunkOverlap, "window overlap in tokens")
+	contextMsgs := fs.Int("chunk-context", 2, "messages before a chunk indexed as its context; 0: none")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	rrfVector := fs.Float64("rrf-vector-weight", 1, "weight of the vector leg in RRF")
+	rrfVector := fs.Float64("rrf-vector-weight", 0, "weight of the vector leg in RRF; 0: the serve default for the embedder")
 	rrfKeyword := fs.Float64("rrf-keyword-weight", 1, "weight of the keyword leg in RRF")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
@@ -78,7 +79,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer os.RemoveAll(tmp)
 	cfg := serveConfig{listen: "127.0.0.1:-1", data: tmp, partitions: memindex.DefaultPartitions, provider: providerFlags{name: "builtin"},
-		batch: 1000, embedBatch: 64, embedConc: 4, chunkTokens: *chunkTokens, overlap: *overlap, worker: "eval", maxPending: 1024,
+		batch: 1000, embedBatch: 64, embedConc: 4, chunkTokens: *chunkTokens, overlap: *overlap, contextMsgs: contextMessages(*contextMsgs), worker: "eval", maxPending: 1024,
 		rrfVector: *rrfVector, rrfKeyword: *rrfKeyword}
 	n, err := startNode(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {

@@ -141,7 +141,7 @@ func (n *node) openGeneration(ctx context.Context, name, space string, dims int,
 	seams := make(map[int]consumer.Shard, c.partitions)
 	for p := range c.partitions {
 		owned[p] = p
-		sh, err := store.Open(ctx, shardPath(g.dir, p), store.Config{Dims: dims, Space: space})
+		sh, err := store.Open(ctx, shardPath(g.dir, p), store.Config{Dims: dims, Space: space, NoSqliteVec: c.noSqliteVec})
 		if err != nil {
 			return nil, fmt.Errorf("partition %d: %w", p, err)
 		}
@@ -151,9 +151,11 @@ func (n *node) openGeneration(ctx context.Context, name, space string, dims int,
 		Partitions:     owned,
 		ConsumerPrefix: consumerPrefix(name),
 		BatchSize:      c.batch,
-		Chunker:        chunker.Config{BudgetTokens: c.chunkTokens, OverlapTokens: c.overlap},
+		Chunker:        chunker.Config{BudgetTokens: c.chunkTokens, OverlapTokens: c.overlap, ContextMessages: c.contextMsgs},
 		EmbedTimeout:   embedTimeout,
 		Logger:         n.log.With("generation", name),
+		Metrics:        n.metrics,
+		TracerProvider: c.tracer,
 	}, seams, ingest)
 	if err != nil {
 		return nil, err
@@ -381,4 +383,14 @@ func (n *node) switching() bool {
 	n.genMu.RLock()
 	defer n.genMu.RUnlock()
 	return n.next != nil
+}
+
+// contextMessages maps the --chunk-context flag (0: none) to
+// serveConfig.contextMsgs, which is chunker.Config.ContextMessages (0: the
+// default, negative: none).
+func contextMessages(flag int) int {
+	if flag <= 0 {
+		return -1
+	}
+	return flag
 }

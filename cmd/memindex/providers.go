@@ -20,6 +20,8 @@ type providerFlags struct {
 	dims    int
 	timeout time.Duration // per request; 0: 30s
 	retries int           // retries of one request; 0: 5, negative: none
+	// observe is told about each HTTP request (metrics); nil: none.
+	observe embedder.RequestObserver
 }
 
 func (p *providerFlags) register(fs *flag.FlagSet) {
@@ -60,7 +62,7 @@ func newEmbedder(p providerFlags) (embedder.Embedder, embedder.Info, error) {
 			base = def
 		}
 		c, err := embedder.NewSafeHTTPClient(base, 0)
-		return embedder.HTTPConfig{Client: c, Timeout: p.timeout, MaxRetries: p.retries}, err
+		return embedder.HTTPConfig{Client: c, Timeout: p.timeout, MaxRetries: p.retries, Observe: p.observe}, err
 	}
 	need := func(key, names string) error {
 		if key == "" {

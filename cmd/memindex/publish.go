@@ -86,12 +86,18 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 		in = f
 	}
+	pt, err := startPublishTrace(ctx, os.Getenv)
+	if err != nil {
+		return err
+	}
 	nc, err := conn.connect("memindex publish")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(*maxPending))
+	// An ack timeout, so a publish the server refuses (a permissions
+	// violation) fails instead of waiting forever.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(*maxPending), jetstream.WithPublishAsyncTimeout(conn.timeout))
 	if err != nil {
 		return err
 	}
@@ -139,6 +145,7 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			fmt.Fprintf(stderr, "line %d: %v (not published)\n", line, err)
 			continue
 		}
+		pt.inject(msg)
 		f, err := js.PublishMsgAsync(msg)
 		if err != nil {
 			res.Failed++
@@ -160,6 +167,9 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	settle()
 	stopProgress()
+	if err := pt.end(context.WithoutCancel(ctx), res.Published, res.Failed); err != nil {
+		fmt.Fprintf(stderr, "flush traces: %v\n", err)
+	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("read line %d: %w", line+1, err)
 	}

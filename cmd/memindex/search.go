@@ -80,6 +80,9 @@ func printSearch(w io.Writer, r memindex.SearchResponse, explain bool) {
 	if r.Abstained != "" {
 		fmt.Fprintf(w, "abstained: %s\n", r.Abstained)
 	}
+	if r.VectorFallback != "" {
+		fmt.Fprintf(w, "vector leg: %s\n", r.VectorFallback)
+	}
 	for i, h := range r.Hits {
 		where := h.SessionKey + "/" + h.SessionID
 		if h.SeqStart == h.SeqEnd {
@@ -157,6 +160,9 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(tw, "all\t\t%d\t%d\t%d\t%d\t%d\t\t%d\t\n", sum.Pending, sum.Messages, sum.Chunks, sum.Sessions, sum.VectorsWaiting, sum.DLQ)
 		tw.Flush()
+		if fb := s.VectorFallback(); fb != "" {
+			fmt.Fprintf(stdout, "vectors: %s; vector search runs as the in-process Go scan\n", fb)
+		}
 		if hidden > 0 {
 			fmt.Fprintf(stdout, "(%d empty partitions not shown; --all shows them)\n", hidden)
 		}

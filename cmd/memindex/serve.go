@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"memindex"
 	"memindex/consumer"
@@ -35,6 +36,7 @@ var (
 type serveConfig struct {
 	conn        connFlags
 	listen      string
+	auth        bool // embedded server: require the credentials in data/auth
 	data        string
 	partitions  int
 	provider    providerFlags
@@ -48,11 +50,22 @@ type serveConfig struct {
 	embedConc   int
 	chunkTokens int
 	overlap     int
+	contextMsgs int // chunker.Config.ContextMessages: 0 default, negative none
 	worker      string
 	logLevel    string
 	logFormat   string
 	searchPool  int
 	maxPending  int
+
+	// Observability (http.go, telemetry.go): the HTTP endpoints' address
+	// and whether it was asked for, the readiness lag budget, and the
+	// tracer provider (nil: tracing off).
+	http         string
+	httpExplicit bool
+	readyLag     int
+	tracer       trace.TracerProvider
+
+	noSqliteVec bool // --sqlite-vec=false: shards keep vectors without sqlite-vec (go-scan)
 }
 
 func runServe(ctx context.Context, args []string) error {
@@ -61,10 +74,12 @@ func runServe(ctx context.Context, args []string) error {
 	fs := newFlagSet("serve", "[flags]")
 	c.conn.register(fs, "")
 	fs.StringVar(&c.listen, "listen", env("MEMINDEX_LISTEN", "127.0.0.1:4222"), "address of the embedded NATS server when --server is not set (MEMINDEX_LISTEN)")
+	authEnv, authErr := envBool("MEMINDEX_AUTH")
+	fs.BoolVar(&c.auth, "auth", authEnv, "embedded NATS server: require authentication with nkeys generated under DATA/auth on first start, reused after (MEMINDEX_AUTH)")
 	fs.StringVar(&c.data, "data", env("MEMINDEX_DATA", "./data"), "data directory: shards, embedding cache, embedded NATS store (MEMINDEX_DATA)")
 	fs.IntVar(&c.partitions, "partitions", envInt("MEMINDEX_PARTITIONS", 0), "partitions P of a new stream (0: the existing stream's, or 16); fixed for the life of the stream (MEMINDEX_PARTITIONS)")
 	c.provider.register(fs)
-	fs.Float64Var(&c.rrfVector, "rrf-vector-weight", 1, "weight of the vector leg in RRF fusion")
+	fs.Float64Var(&c.rrfVector, "rrf-vector-weight", 0, "weight of the vector leg in RRF fusion; 0: 0.3 with the built-in embedder (a lexical model, weaker than BM25 with context: BENCHMARKS.md), 1 with a provider's model")
 	fs.Float64Var(&c.rrfKeyword, "rrf-keyword-weight", 1, "weight of the keyword leg in RRF fusion")
 	fs.IntVar(&c.rateLimit.RequestsPerMinute, "embed-rpm", envInt("MEMINDEX_EMBED_RPM", 0), "provider requests per minute; 0: unlimited (MEMINDEX_EMBED_RPM)")
 	fs.IntVar(&c.rateLimit.TokensPerMinute, "embed-tpm", envInt("MEMINDEX_EMBED_TPM", 0), "provider tokens per minute (estimated); 0: unlimited (MEMINDEX_EMBED_TPM)")
@@ -74,21 +89,34 @@ func runServe(ctx context.Context, args []string) error {
 	fs.IntVar(&c.batch, "batch", envInt("MEMINDEX_BATCH", 1000), "most events applied in one transaction (MEMINDEX_BATCH)")
 	fs.IntVar(&c.embedBatch, "embed-batch", envInt("MEMINDEX_EMBED_BATCH", 64), "texts per embedding request (MEMINDEX_EMBED_BATCH)")
 	fs.IntVar(&c.embedConc, "embed-concurrency", envInt("MEMINDEX_EMBED_CONCURRENCY", 4), "embedding requests in flight (MEMINDEX_EMBED_CONCURRENCY)")
-	fs.IntVar(&c.chunkTokens, "chunk-tokens", envInt("MEMINDEX_CHUNK_TOKENS", 400), "token budget of a session window (MEMINDEX_CHUNK_TOKENS)")
-	fs.IntVar(&c.overlap, "chunk-overlap", envInt("MEMINDEX_CHUNK_OVERLAP", 60), "token overlap between windows (MEMINDEX_CHUNK_OVERLAP)")
+	fs.IntVar(&c.chunkTokens, "chunk-tokens", envInt("MEMINDEX_CHUNK_TOKENS", defaultChunkTokens), "token budget of a session window: about one or two messages by default, each indexed with the messages before it as context (MEMINDEX_CHUNK_TOKENS)")
+	fs.IntVar(&c.overlap, "chunk-overlap", envInt("MEMINDEX_CHUNK_OVERLAP", defaultChunkOverlap), "token overlap between windows (MEMINDEX_CHUNK_OVERLAP)")
+	fs.IntVar(&c.contextMsgs, "chunk-context", envInt("MEMINDEX_CHUNK_CONTEXT", 2), "messages before a session chunk indexed as its context (keyword weight 0.5, and embedded with it); 0: none (MEMINDEX_CHUNK_CONTEXT)")
 	fs.StringVar(&c.worker, "worker", env("MEMINDEX_WORKER", host), "this worker's name in status (MEMINDEX_WORKER)")
 	fs.StringVar(&c.logLevel, "log-level", env("MEMINDEX_LOG_LEVEL", "info"), "debug, info, warn or error (MEMINDEX_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", env("MEMINDEX_LOG_FORMAT", "text"), "text or json (MEMINDEX_LOG_FORMAT)")
 	fs.IntVar(&c.searchPool, "search-workers", envInt("MEMINDEX_SEARCH_WORKERS", 0), "searches run at once; 0 = 2 × CPUs (MEMINDEX_SEARCH_WORKERS)")
 	fs.IntVar(&c.maxPending, "search-pending", envInt("MEMINDEX_SEARCH_PENDING", 256), "searches queued before 429 (MEMINDEX_SEARCH_PENDING)")
+	registerHTTPFlags(fs, &c)
+	sqliteVecEnv, sqliteVecErr := envBool("MEMINDEX_SQLITE_VEC")
+	sqliteVec := fs.Bool("sqlite-vec", sqliteVecEnv || os.Getenv("MEMINDEX_SQLITE_VEC") == "", "keep vectors in sqlite-vec's vec0 table; false keeps them in a plain table searched by the in-process Go scan, as when sqlite-vec fails (status and health then say go-scan) (MEMINDEX_SQLITE_VEC)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	c.contextMsgs = contextMessages(c.contextMsgs)
+	if sqliteVecErr != nil {
+		return sqliteVecErr
+	}
+	c.noSqliteVec = !*sqliteVec
+	if authErr != nil {
+		return authErr
 	}
 	log, err := newLogger(c.logLevel, c.logFormat)
 	if err != nil {
 		return err
 	}
-	return serve(ctx, c, log)
+	c.httpExplicit = httpFlagSet(fs)
+	return serveTraced(ctx, c, log)
 }
 
 func newLogger(level, format string) (*slog.Logger, error) {
@@ -99,9 +127,9 @@ func newLogger(level, format string) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: lv}
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+		return slog.New(withTraceIDs(slog.NewTextHandler(os.Stderr, opts))), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+		return slog.New(withTraceIDs(slog.NewJSONHandler(os.Stderr, opts))), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
@@ -135,6 +163,12 @@ type node struct {
 	svc      *query.Service
 	url      string
 	closers  []func()
+	// Observability (http.go, metrics.go): started is set once the node
+	// serves, draining once it shuts down.
+	metrics  *nodeMetrics
+	httpAddr string
+	started  atomic.Bool
+	draining atomic.Bool
 }
 
 // startNode starts, in order: the embedded NATS server (unless a server is
@@ -153,19 +187,39 @@ func startNode(ctx context.Context, c serveConfig, log *slog.Logger) (_ *node, e
 		return nil, err
 	}
 	n.closers = append(n.closers, release)
+	if err := n.startHTTP(); err != nil {
+		return nil, err
+	}
+	c.provider.observe = n.metrics.observeEmbed
 	emb, info, err := newEmbedder(c.provider)
 	if err != nil {
 		return nil, err
 	}
+	if info.Provider == "builtin" { // remote providers report their HTTP requests
+		emb = embedder.NewObserved(emb, n.metrics.observeEmbed)
+	}
 	if c.conn.server == "" && c.conn.context == "" {
-		if n.embedded, err = startEmbedded(c.listen, filepath.Join(c.data, "nats")); err != nil {
+		var auth *embeddedAuth
+		if c.auth {
+			if auth, err = embeddedAuthFor(c.data, &c.conn); err != nil {
+				return nil, err
+			}
+		}
+		if n.embedded, err = startEmbedded(c.listen, filepath.Join(c.data, "nats"), auth); err != nil {
 			return nil, err
 		}
 		n.closers = append(n.closers, func() { n.embedded.Shutdown(); n.embedded.WaitForShutdown() })
 		c.conn.server = n.embedded.ClientURL()
-		log.Info("embedded NATS server with JetStream", "url", c.conn.server, "store", filepath.Join(c.data, "nats"))
+		log.Info("embedded NATS server with JetStream", "url", c.conn.server, "store", filepath.Join(c.data, "nats"), "auth", c.auth)
+		if auth != nil {
+			log.Info("embedded NATS server requires authentication: connect with --nkey (memindex and the nats CLI)",
+				"admin_nkey", auth.AdminSeed, "worker_nkey", auth.WorkerSeed)
+		}
+	} else if c.auth {
+		return nil, errors.New("--auth configures the embedded NATS server; with --server or --context the server's own configuration decides who may connect (see deployments/nats-tenants.conf)")
 	}
 	n.url = c.conn.server
+	c.conn.log = log
 	if n.nc, err = c.conn.connect("memindex worker " + c.worker); err != nil {
 		return nil, err
 	}
@@ -204,13 +258,15 @@ func startNode(ctx context.Context, c serveConfig, log *slog.Logger) (_ *node, e
 		}
 		return n.routes[p].Load().searcher, p, nil
 	})
-	engine := query.NewEngine(query.EngineConfig{RRFVectorWeight: c.rrfVector, RRFKeywordWeight: c.rrfKeyword}, router, n.cached)
+	engine := query.NewEngine(query.EngineConfig{RRFVectorWeight: rrfVectorWeight(c.rrfVector, info), RRFKeywordWeight: c.rrfKeyword}, router, n.cached)
 	n.svc, err = query.NewService(n.nc, query.ServiceConfig{
 		Version: serviceVersion, Workers: c.searchPool, MaxPending: c.maxPending, Worker: c.worker,
+		Metrics: n.metrics, TracerProvider: c.tracer,
 	}, engine, n.status)
 	if err != nil {
 		return nil, err
 	}
+	n.started.Store(true)
 	log.Info("memindex worker ready", "worker", c.worker, "partitions", c.partitions,
 		"embedder", info.Provider, "model", info.Model, "dims", info.Dims, "data", c.data)
 	return n, nil
@@ -256,6 +312,7 @@ func (n *node) run(ctx context.Context) error {
 		close(switchDone)
 	}
 	<-ctx.Done()
+	n.draining.Store(true)
 	<-switchDone
 	n.genMu.RLock()
 	gens := []*generation{n.serving, n.next}
@@ -292,6 +349,31 @@ func (n *node) close() {
 	n.closers = nil
 }
 
+// Session chunking defaults: one or two messages a chunk (LoCoMo: the
+// LoCoMo recall of retrieval units of about one message is the best, and
+// the context column recovers what a bigger window gave; BENCHMARKS.md).
+const (
+	defaultChunkTokens  = 64
+	defaultChunkOverlap = 8
+)
+
+// builtinRRFVectorWeight is the vector leg's RRF weight with the built-in
+// embedder: on LoCoMo, 0.3 gave the best hybrid recall (BENCHMARKS.md).
+const builtinRRFVectorWeight = 0.3
+
+// rrfVectorWeight returns the configured weight, or when it is 0 the
+// default for the embedder: builtinRRFVectorWeight for the built-in one, 1
+// (plain RRF) for a provider's model.
+func rrfVectorWeight(configured float64, info embedder.Info) float64 {
+	switch {
+	case configured != 0:
+		return configured
+	case info.Provider == "builtin":
+		return builtinRRFVectorWeight
+	}
+	return 1
+}
+
 // vectorSpace names the space of info's vectors for the shards.
 func vectorSpace(info embedder.Info) string {
 	s := info.Provider + "/" + info.Model + "/" + strconv.Itoa(info.Dims)
@@ -309,8 +391,8 @@ func shardPath(dir string, p int) string {
 const serviceVersion = "0.1.0"
 
 // startEmbedded starts an in-process nats-server with JetStream on listen,
-// storing under dir.
-func startEmbedded(listen, dir string) (*server.Server, error) {
+// storing under dir. With auth, only auth's nkey users may connect.
+func startEmbedded(listen, dir string, auth *embeddedAuth) (*server.Server, error) {
 	host, portStr, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("--listen %q: %w", listen, err)
@@ -328,6 +410,9 @@ func startEmbedded(listen, dir string) (*server.Server, error) {
 		NoSigs:     true,
 		NoLog:      true,
 		MaxPayload: memindex.MaxEventBytes + 64<<10,
+	}
+	if auth != nil {
+		opts.Nkeys = auth.users
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"memindex"
+	"memindex/consumer"
+	"memindex/query"
+)
+
+func TestTracingEnabled(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    bool
+		wantErr string
+	}{
+		{"nothing set: off", nil, false, ""},
+		{"exporter otlp", map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, true, ""},
+		{"endpoint", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, true, ""},
+		{"traces endpoint", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"}, true, ""},
+		{"exporter none wins over an endpoint", map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, false, ""},
+		{"sdk disabled", map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "otlp"}, false, ""},
+		{"unknown exporter", map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, false, "OTEL_TRACES_EXPORTER"},
+		{"grpc protocol", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, false, "OTEL_EXPORTER_OTLP_PROTOCOL"},
+		{"http/protobuf", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"}, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tracingEnabled(func(k string) string { return tt.env[k] })
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("tracingEnabled() error %v, want one naming %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("tracingEnabled() = %v, %v; want %v", got, err, tt.want)
+			}
+		})
+	}
+	tp, shutdown, err := newTracing(context.Background(), func(string) string { return "" })
+	if tp != nil || err != nil || shutdown(context.Background()) != nil {
+		t.Fatalf("newTracing() with no variables = %v, %v; want a nil provider (off)", tp, err)
+	}
+}
+
+// TestLogsCarryTheTraceID: a record logged with a span in its context has
+// trace_id and span_id, through WithAttrs and WithGroup too; one without has
+// neither.
+func TestLogsCarryTheTraceID(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(withTraceIDs(slog.NewJSONHandler(&buf, nil))).With("partition", 3)
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5}, TraceFlags: trace.FlagsSampled})
+	ctx := trace.ContextWithSpanContext(context.Background(), sc)
+	log.InfoContext(ctx, "with span", "stream_seq", 7)
+	log.WithGroup("g").InfoContext(ctx, "grouped")
+	log.Info("without span")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("got %d log lines, want 3:\n%s", len(lines), buf.String())
+	}
+	for i, want := range []bool{true, true, false} {
+		has := strings.Contains(lines[i], sc.TraceID().String()) && strings.Contains(lines[i], sc.SpanID().String())
+		if has != want {
+			t.Errorf("line %d %s: has trace ids %v, want %v", i, lines[i], has, want)
+		}
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil || rec[logKeyTraceID] != sc.TraceID().String() || rec["partition"] != float64(3) {
+		t.Errorf("first line %s: want trace_id %s and partition 3", lines[0], sc.TraceID())
+	}
+}
+
+// TestPublishTraceReachesTheWorker runs `memindex publish` under a
+// TRACEPARENT, as a traced script would, into a worker that traces: the
+// worker's process spans are children of that span, and a search that
+// carries a traceparent (spelled in any case) gets a child span too.
+func TestPublishTraceReachesTheWorker(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	cfg := obsConfig(t.TempDir(), "", 2)
+	cfg.http = "off"
+	cfg.tracer = tp
+	n := startObsNode(t, cfg)
+
+	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{0xab, 1}, SpanID: trace.SpanID{0xcd, 2}, TraceFlags: trace.FlagsSampled})
+	t.Setenv("TRACEPARENT", fmt.Sprintf("00-%s-%s-01", parent.TraceID(), parent.SpanID()))
+	in := strings.NewReader(`{"sessionKey":"chat","sessionId":"s1","seq":1,"text":"We move to Lisbon in May."}
+{"sessionKey":"chat","sessionId":"s1","seq":2,"text":"The harbour is lovely."}
+`)
+	var out, errOut bytes.Buffer
+	if err := runPublish(context.Background(), []string{"--server", n.url, "--namespace", "traced", "-"}, in, &out, &errOut); err != nil {
+		t.Fatalf("publish: %v\n%s", err, errOut.String())
+	}
+	children := func(name string, of trace.SpanContext) int {
+		c := 0
+		for _, s := range exp.GetSpans() {
+			if s.Name == name && s.Parent.SpanID() == of.SpanID() && s.SpanContext.TraceID() == of.TraceID() {
+				c++
+			}
+		}
+		return c
+	}
+	waitUntil(t, 20*time.Second, "two process spans below the publisher's", func() bool { return children(consumer.SpanProcess, parent) == 2 })
+
+	asker := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{0xef, 3}, SpanID: trace.SpanID{0x12, 4}, TraceFlags: trace.FlagsSampled})
+	m := nats.NewMsg(memindex.SearchSubject("traced"))
+	m.Data = []byte(`{"query":"Lisbon harbour"}`)
+	m.Header.Set("TraceParent", fmt.Sprintf("00-%s-%s-01", asker.TraceID(), asker.SpanID()))
+	if _, err := n.nc.RequestMsg(m, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the search span below the asker's", func() bool { return children(query.SpanSearch, asker) == 1 })
+}
+
+// TestPublishExportsOTLP runs `memindex publish` with tracing on, exporting
+// to an OTLP/HTTP collector played by an httptest server: the collector
+// receives the send span, a child of TRACEPARENT, named service memindex,
+// and each event carries that span's context in a lowercase traceparent.
+func TestPublishExportsOTLP(t *testing.T) {
+	var mu sync.Mutex
+	var got []*collectortrace.ExportTraceServiceRequest
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" {
+			t.Errorf("collector got %s %s (%s), want POST /v1/traces in protobuf", r.Method, r.URL.Path, r.Header.Get("Content-Type"))
+		}
+		var req collectortrace.ExportTraceServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			t.Errorf("collector: bad protobuf: %v", err)
+		}
+		mu.Lock()
+		got = append(got, &req)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer collector.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+	const traceID, spanID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	t.Setenv("TRACEPARENT", "00-"+traceID+"-"+spanID+"-01")
+
+	n := testNode(t, 1)
+	in := strings.NewReader(`{"sessionKey":"chat","sessionId":"s1","seq":1,"text":"hello"}` + "\n")
+	var out, errOut bytes.Buffer
+	if err := runPublish(context.Background(), []string{"--server", n.url, "--namespace", "otlp", "-"}, in, &out, &errOut); err != nil {
+		t.Fatalf("publish: %v\n%s", err, errOut.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var sendID string
+	for _, req := range got {
+		for _, rs := range req.ResourceSpans {
+			service := ""
+			for _, kv := range rs.Resource.GetAttributes() {
+				if kv.Key == "service.name" {
+					service = kv.Value.GetStringValue()
+				}
+			}
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					if s.Name == "send memindex.events" && hex.EncodeToString(s.TraceId) == traceID && hex.EncodeToString(s.ParentSpanId) == spanID {
+						if service != "memindex" {
+							t.Errorf("send span's service.name = %q, want memindex", service)
+						}
+						sendID = hex.EncodeToString(s.SpanId)
+					}
+				}
+			}
+		}
+	}
+	if sendID == "" {
+		t.Fatalf("the collector got no send span below %s (%d requests)", spanID, len(got))
+	}
+	js, err := jetstream.New(n.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(context.Background(), memindex.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := s.GetMsg(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "00-" + traceID + "-" + sendID + "-01"; msg.Header.Get("traceparent") != want {
+		t.Fatalf("event header traceparent = %q (headers %v), want %q", msg.Header.Get("traceparent"), msg.Header, want)
+	}
+}

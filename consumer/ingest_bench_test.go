@@ -1,0 +1,109 @@
+package consumer_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"memindex"
+	"memindex/chunker"
+	"memindex/consumer"
+	"memindex/embedder"
+	"memindex/internal/natstest"
+	"memindex/store"
+)
+
+// BenchmarkIngest measures the worker's hot path end to end: b.N events
+// already in the stream are fetched, decoded, planned, chunked, embedded
+// (built-in embedder), applied and acknowledged. Publishing is not timed.
+// Run it before and after a change to the worker to see its cost per event.
+func BenchmarkIngest(b *testing.B) {
+	benchmarkIngest(b, consumer.Config{})
+}
+
+// BenchmarkIngestTraced is BenchmarkIngest with tracing on: every span is
+// recorded and handed, in batches, to an exporter that drops it.
+func BenchmarkIngestTraced(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	defer tp.Shutdown(context.Background())
+	benchmarkIngest(b, consumer.Config{TracerProvider: tp})
+}
+
+// benchmarkIngest runs the ingest benchmark with the worker settings of cfg
+// (Partitions, BatchSize and Chunker are set here).
+func benchmarkIngest(b *testing.B, cfg consumer.Config) {
+	const partitions = 1
+	s := natstest.Server(b)
+	nc := natstest.Connect(b, s)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := consumer.EnsureStreams(ctx, js, consumer.StreamConfig{Partitions: partitions}); err != nil {
+		b.Fatal(err)
+	}
+	emb, err := embedder.NewBuiltin(embedder.BuiltinConfig{Dims: testDims})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const ns = "bench"
+	for i := range b.N {
+		sess := fmt.Sprintf("s%d", i/50)
+		e := message(ns, "chat", sess, int64(i%50)+1, fmt.Sprintf("message %d of the benchmark mentions topic%d and the weather in Berlin", i, i%97))
+		data, err := json.Marshal(e)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := js.PublishAsync(memindex.EventSubject(ns), data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(time.Minute):
+		b.Fatal("publishing did not complete within a minute")
+	}
+	sh, err := store.Open(ctx, filepath.Join(b.TempDir(), "p0.db"), store.Config{Dims: testDims})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sh.Close(context.Background())
+	cfg.Partitions = []int{0}
+	cfg.BatchSize = 500
+	cfg.Chunker = chunker.Config{BudgetTokens: 120, OverlapTokens: 20}
+	w, err := consumer.New(js, cfg, map[int]consumer.Shard{0: sh}, emb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(rctx) }()
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		applied, _ := w.Applied(0)
+		if applied >= uint64(b.N) {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("applied %d of %d events within 5 minutes", applied, b.N)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	b.StopTimer()
+	cancel()
+	<-done
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
