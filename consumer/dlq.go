@@ -29,7 +29,7 @@ func (w *Worker) publishDead(ctx context.Context, p int, d deadLetter) error {
 	if _, err := w.js.PublishMsg(ctx, out); err != nil {
 		return err
 	}
-	w.log.Warn("dead-lettered event", attrPartition, p, attrSeq, d.seq, attrReason, d.reason)
+	w.log.WarnContext(ctx, "dead-lettered event", attrPartition, p, attrSeq, d.seq, attrNamespace, ns, attrReason, d.reason)
 	return nil
 }
 

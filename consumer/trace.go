@@ -92,10 +92,12 @@ func (b *batchTrace) context(ctx context.Context) context.Context {
 // message starts the process span of m and records its outcome; reason
 // says why a dead letter can never apply. The span is a child of the
 // publisher's span when m's headers carry a traceparent (whatever the case
-// of the key), linked to the batch span; otherwise a child of the batch span.
-func (b *batchTrace) message(m jetstream.Msg, seq uint64, outcome, reason string) {
+// of the key), linked to the batch span; otherwise a child of the batch
+// span. It returns ctx (the batch's) carrying the message's span, or ctx
+// itself when tracing is off.
+func (b *batchTrace) message(ctx context.Context, m jetstream.Msg, seq uint64, outcome, reason string) context.Context {
 	if b == nil {
-		return
+		return ctx
 	}
 	parent := b.t.prop.Extract(b.ctx, memindex.HeaderCarrier(m.Headers()))
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer),
@@ -108,6 +110,7 @@ func (b *batchTrace) message(m jetstream.Msg, seq uint64, outcome, reason string
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: b.span.SpanContext()}))
 	}
 	_, span := b.t.tracer.Start(parent, SpanProcess, opts...)
+	ctx = trace.ContextWithSpan(ctx, span)
 	if outcome == OutcomeDLQ {
 		span.SetStatus(codes.Error, "dead-lettered: "+truncateReason(reason))
 	}
@@ -115,6 +118,7 @@ func (b *batchTrace) message(m jetstream.Msg, seq uint64, outcome, reason string
 		b.span.AddLink(trace.Link{SpanContext: span.SpanContext()})
 	}
 	b.msgs = append(b.msgs, span)
+	return ctx
 }
 
 // start starts a span below the batch span; a no-op span when tracing is off.

@@ -17,7 +17,7 @@ func TestTracingOffAllocatesNothing(t *testing.T) {
 		bt := off.begin(ctx, 3, "memindex-p3", 100)
 		_ = bt.context(ctx)
 		for range 100 {
-			bt.message(nil, 7, OutcomeIndexed, "")
+			_ = bt.message(ctx, nil, 7, OutcomeIndexed, "")
 		}
 		endSpan(bt.start(SpanChunk), nil)
 		endSpan(bt.startEmbed(10), err)

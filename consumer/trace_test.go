@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,6 +76,42 @@ func newJetStream(t *testing.T) jetstream.JetStream {
 	return js
 }
 
+// ctxLog is a slog handler that keeps each record's message, attributes and
+// the trace id of the span in its context.
+type ctxLog struct {
+	mu   sync.Mutex
+	recs []logRec
+}
+
+type logRec struct {
+	msg   string
+	trace trace.TraceID
+	attrs map[string]string
+}
+
+func (l *ctxLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *ctxLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *ctxLog) WithGroup(string) slog.Handler            { return l }
+func (l *ctxLog) Handle(ctx context.Context, r slog.Record) error {
+	rec := logRec{msg: r.Message, trace: trace.SpanContextFromContext(ctx).TraceID(), attrs: map[string]string{}}
+	r.Attrs(func(a slog.Attr) bool { rec.attrs[a.Key] = a.Value.String(); return true })
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recs = append(l.recs, rec)
+	return nil
+}
+
+func (l *ctxLog) find(msg string) (logRec, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.recs {
+		if r.msg == msg {
+			return r, true
+		}
+	}
+	return logRec{}, false
+}
+
 func attrOf(s tracetest.SpanStub, key attribute.Key) string {
 	for _, kv := range s.Attributes {
 		if kv.Key == key {
@@ -97,7 +135,8 @@ func TestWorkerSpansContinueThePublishersTrace(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	js := newJetStream(t)
-	startWorker(t, js, consumer.Config{BatchSize: 50, TracerProvider: tp})
+	logs := &ctxLog{}
+	startWorker(t, js, consumer.Config{BatchSize: 50, TracerProvider: tp, Logger: slog.New(logs)})
 
 	const ns = "traced"
 	publisher := tp.Tracer("test publisher")
@@ -206,6 +245,18 @@ func TestWorkerSpansContinueThePublishersTrace(t *testing.T) {
 				t.Errorf("header %q: the embed span does not link to the message's span", e.key)
 			}
 		}
+	}
+	// The dead letter's log record is in the publisher's trace and names
+	// the partition, stream sequence and namespace with the stable keys.
+	bad := all[len(all)-1]
+	rec, ok := logs.find("dead-lettered event")
+	switch {
+	case !ok:
+		t.Error("no dead-lettered event logged")
+	case rec.trace != bad.parent.TraceID():
+		t.Errorf("dead letter logged in trace %s, want the publisher's %s", rec.trace, bad.parent.TraceID())
+	case rec.attrs["stream_seq"] != strconv.FormatUint(bad.seq, 10) || rec.attrs["namespace"] != ns || rec.attrs["partition"] == "":
+		t.Errorf("dead letter logged with %v, want stream_seq %d, namespace %s and a partition", rec.attrs, bad.seq, ns)
 	}
 	// The untraced event's span is a child of its batch span.
 	s, _ := processOf(uint64(len(all) + 1))

@@ -23,6 +23,7 @@ import (
 const (
 	attrPartition = "partition"
 	attrSeq       = "stream_seq"
+	attrNamespace = "namespace"
 	attrReason    = "reason"
 	attrErr       = "err"
 	attrCount     = "count"
@@ -311,6 +312,9 @@ type deadLetter struct {
 	msg    jetstream.Msg
 	seq    uint64
 	reason string
+	// ctx is the batch's context, carrying the message's span when traced,
+	// so the dead letter's log record has the message's trace id.
+	ctx context.Context
 }
 
 // process decides the fate of one batch: events already applied are skipped,
@@ -346,17 +350,17 @@ func (w *Worker) process(ctx context.Context, p *partition, msgs []jetstream.Msg
 		}
 		if seq <= applied {
 			stats.Duplicate++
-			bt.message(m, seq, OutcomeDuplicate, "")
+			bt.message(ctx, m, seq, OutcomeDuplicate, "")
 			continue // a redelivery of what the shard already holds
 		}
 		fresh++
 		e, err := decodeMsg(m.Subject(), m.Data(), md.Timestamp)
 		if err != nil {
-			dead = append(dead, deadLetter{msg: m, seq: seq, reason: err.Error()})
-			bt.message(m, seq, OutcomeDLQ, err.Error())
+			mctx := bt.message(ctx, m, seq, OutcomeDLQ, err.Error())
+			dead = append(dead, deadLetter{msg: m, seq: seq, reason: err.Error(), ctx: mctx})
 			continue
 		}
-		bt.message(m, seq, OutcomeIndexed, "")
+		bt.message(ctx, m, seq, OutcomeIndexed, "")
 		pl.add(e)
 	}
 	stats.DLQ, stats.Indexed = len(dead), fresh-len(dead)
@@ -368,7 +372,7 @@ func (w *Worker) process(ctx context.Context, p *partition, msgs []jetstream.Msg
 	// Dead letters are stored before the commit that moves past them, so a
 	// crash in between re-sends them (de-duplicated by message id).
 	for _, d := range dead {
-		if err := w.publishDead(ctx, p.id, d); err != nil {
+		if err := w.publishDead(d.ctx, p.id, d); err != nil {
 			return fmt.Errorf("dead-letter seq %d: %w", d.seq, err)
 		}
 	}

@@ -24,9 +24,6 @@ import (
 // `memindex serve` registers them. Delete an entry when its flag lands; the
 // test logs the entries that exist already.
 var plannedNames = map[string]string{
-	// issue 7: /metrics, /livez and /readyz on an HTTP listener.
-	"--http":        "issue 7 (HTTP /metrics /livez /readyz)",
-	"MEMINDEX_HTTP": "issue 7 (HTTP /metrics /livez /readyz)",
 	// issue 5: workers of one group share the partitions through leases.
 	"--group":        "issue 5 (multi-worker ownership)",
 	"MEMINDEX_GROUP": "issue 5 (multi-worker ownership)",

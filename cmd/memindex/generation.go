@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -141,7 +142,8 @@ func (n *node) openGeneration(ctx context.Context, name, space string, dims int,
 	seams := make(map[int]consumer.Shard, c.partitions)
 	for p := range c.partitions {
 		owned[p] = p
-		sh, err := store.Open(ctx, shardPath(g.dir, p), store.Config{Dims: dims, Space: space, NoSqliteVec: c.noSqliteVec})
+		sh, err := store.Open(ctx, shardPath(g.dir, p), store.Config{Dims: dims, Space: space, NoSqliteVec: c.noSqliteVec,
+			OnReindex: reindexProgress(n.log, p)})
 		if err != nil {
 			return nil, fmt.Errorf("partition %d: %w", p, err)
 		}
@@ -393,4 +395,12 @@ func contextMessages(flag int) int {
 		return -1
 	}
 	return flag
+}
+
+// reindexProgress logs the keyword re-index a shard runs at Open after a
+// tokenizer change (a few seconds per 100,000 chunks).
+func reindexProgress(log *slog.Logger, p int) func(done, total int64) {
+	return func(done, total int64) {
+		log.Info("re-indexing keywords (tokenizer or schema change)", "partition", p, "done", done, "total", total)
+	}
 }
