@@ -62,6 +62,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	rrfVector := fs.Float64("rrf-vector-weight", 0, "weight of the vector leg in RRF; 0: the serve default for the embedder")
 	rrfKeyword := fs.Float64("rrf-keyword-weight", 1, "weight of the keyword leg in RRF")
+	rrfK := fs.Float64("rrf-k", 0, "the k of RRF; 0: the serve default")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
@@ -80,7 +81,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer os.RemoveAll(tmp)
 	cfg := serveConfig{listen: "127.0.0.1:-1", data: tmp, partitions: memindex.DefaultPartitions, provider: providerFlags{name: "builtin"},
 		batch: 1000, embedBatch: 64, embedConc: 4, chunkTokens: *chunkTokens, overlap: *overlap, contextMsgs: contextMessages(*contextMsgs), worker: "eval", maxPending: 1024,
-		rrfVector: *rrfVector, rrfKeyword: *rrfKeyword}
+		rrfVector: *rrfVector, rrfKeyword: *rrfKeyword, rrfK: *rrfK}
 	n, err := startNode(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
