@@ -35,8 +35,12 @@ build: headers ## build bin/memindex
 run: build ## run the worker on the embedded default (NATS on 127.0.0.1:4222, data in ./data)
 	./$(BIN) serve --data ./data
 
-test: headers ## run every test with the race detector
-	$(GO) test $(GOFLAGS_ALL) -race -count=1 -timeout 12m $(PKGS)
+# The crash and fault tests (cmd/memindex/crash_test.go, fault_test.go) build
+# their own child binary with the failpoints tag; the tag is never in TAGS,
+# so `make build` has no failpoints (internal/failpoint).
+test: headers ## run every test with the race detector, then the failpoint package with its tag
+	$(GO) test $(GOFLAGS_ALL) -race -count=1 -timeout 20m $(PKGS)
+	$(GO) test -tags=$(TAGS),failpoints -race -count=1 ./internal/failpoint
 
 test-short: headers ## run the tests without the race detector, skipping the slow ones
 	$(GO) test $(GOFLAGS_ALL) -short -count=1 $(PKGS)
@@ -45,19 +49,35 @@ lint: headers ## go vet (and staticcheck when installed)
 	$(GO) vet $(GOFLAGS_ALL) $(PKGS)
 	@if command -v staticcheck >/dev/null; then staticcheck -tags $(TAGS) $(PKGS); else echo "staticcheck not installed; skipped"; fi
 
-bench: build ## Go micro-benchmarks, then the end-to-end ingest and search benchmark
+# Corpus sizes of the bench's vector-leg comparison; add 1000000 for the 1M run
+# (builds ~5 GB of cached files under bench-out/cache once, then reuses them).
+BENCH_SIZES ?= 10000,100000
+BENCH_OUT ?= bench-out
+
+bench: build ## Go micro-benchmarks, then `memindex bench` (ingest, per stage, search, concurrency, vector leg four ways; BENCH_SIZES=10000,100000,1000000) into bench-out/
 	$(GO) test $(GOFLAGS_ALL) -run '^$$' -bench . -benchmem -count 5 ./chunker ./embedder ./store ./query
-	./$(BIN) bench
+	./$(BIN) bench --sizes $(BENCH_SIZES) --out $(BENCH_OUT)
 
 eval: build ## retrieval quality on LoCoMo (needs ../shared/eval-data/locomo)
 	./$(BIN) eval
 
-fuzz: headers ## run each fuzz target for 20s
-	@for t in $$(grep -rhoE '^func Fuzz[A-Za-z0-9_]+' --include=*_test.go . | sed 's/func //'); do \
-	  pkg=$$(grep -rlE "^func $$t\(" --include=*_test.go . | xargs dirname); \
-	  $(GO) test $(GOFLAGS_ALL) -run '^$$' -fuzz "^$$t$$" -fuzztime 20s $$pkg || exit 1; done
+# FUZZTIME is how long each fuzz target runs under `make fuzz` (CI: seconds);
+# `make test-long` runs each for LONG_FUZZTIME.
+FUZZTIME ?= 10s
+LONG_FUZZTIME ?= 60s
+
+fuzz: headers ## run every Fuzz target of every package for FUZZTIME (10s) each
+	@grep -rlE '^func Fuzz' --include=*_test.go . | sort | while read -r f; do \
+	  for t in $$(grep -oE '^func Fuzz[A-Za-z0-9_]+' "$$f" | sed 's/func //'); do \
+	    echo "== $$t ($$(dirname "$$f"), $(FUZZTIME))"; \
+	    $(GO) test $(GOFLAGS_ALL) -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) "$$(dirname "$$f")" || exit 1; \
+	  done; done
+
+test-long: headers ## every test with MEMINDEX_LONG=1 (bigger corpora), then each fuzz target for LONG_FUZZTIME (60s)
+	MEMINDEX_LONG=1 $(GO) test $(GOFLAGS_ALL) -race -count=1 -timeout 60m $(PKGS)
+	$(MAKE) fuzz FUZZTIME=$(LONG_FUZZTIME)
 
 clean: ## remove build output (not ./data)
 	rm -rf bin .build
 
-.PHONY: help headers build run test test-short lint bench eval fuzz clean
+.PHONY: help headers build run test test-short test-long lint bench eval fuzz clean

@@ -1,5 +1,6 @@
 // Package memindex is the wire vocabulary shared by publishers, workers and
-// clients: the event and search types with their validation, the subjects and
+// clients: the event and search types with their validation within
+// configurable size limits (Limits, limits.go), the subjects and
 // stream names, the error codes, the partition function and the NATS header
 // trace carrier.
 //

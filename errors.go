@@ -27,6 +27,10 @@ const (
 	CodeUnavailable = "503"
 )
 
+// RetryAfterHeader is the header of a 429 reply that says, in whole
+// seconds, when the request may be tried again.
+const RetryAfterHeader = "Retry-After"
+
 // FieldError is a validation error that names the offending field.
 type FieldError struct {
 	Field  string // JSON field name, e.g. "sessionKey"

@@ -19,11 +19,12 @@ const (
 	TypeRecordDeleted  = "record.deleted"
 )
 
-// Size limits of events.
+// Size limits of events: the defaults of Limits and the highest values it
+// may set (limits.go).
 const (
 	// MaxEventBytes is the largest event payload accepted.
 	MaxEventBytes = 1 << 20
-	// MaxTextBytes is the largest message text accepted.
+	// MaxTextBytes is the largest message text accepted by default.
 	MaxTextBytes = 64 << 10
 	// MaxKeyBytes bounds sessionKey, sessionId, id, speaker and other identifiers.
 	MaxKeyBytes = 256
@@ -62,12 +63,19 @@ type Event struct {
 	Tags []string `json:"tags,omitempty"`
 }
 
-// DecodeEvent parses and validates one event payload. The error says what is
-// wrong and wraps ErrInvalid or ErrTooLarge; such an event can never apply.
-func DecodeEvent(data []byte) (Event, error) {
+// DecodeEvent parses and validates one event payload within
+// DefaultLimits. The error says what is wrong and wraps ErrInvalid or
+// ErrTooLarge; such an event can never apply.
+func DecodeEvent(data []byte) (Event, error) { return DefaultLimits().DecodeEvent(data) }
+
+// DecodeEvent parses and validates one event payload within l (zero fields:
+// defaults). The error says what is wrong and wraps ErrInvalid or
+// ErrTooLarge; such an event can never apply.
+func (l Limits) DecodeEvent(data []byte) (Event, error) {
 	var e Event
-	if len(data) > MaxEventBytes {
-		return e, fmt.Errorf("event is %d bytes, over the limit of %d: %w", len(data), MaxEventBytes, ErrTooLarge)
+	l = l.WithDefaults()
+	if len(data) > l.MaxEventBytes {
+		return e, fmt.Errorf("event is %d bytes, over the limit of %d: %w", len(data), l.MaxEventBytes, ErrTooLarge)
 	}
 	if !utf8.Valid(data) {
 		return e, fmt.Errorf("event is not valid UTF-8 (at byte %d): %w", invalidUTF8At(data), ErrInvalid)
@@ -82,7 +90,7 @@ func DecodeEvent(data []byte) (Event, error) {
 	if e.ID == "" {
 		e.ID = e.MessageID
 	}
-	return e, e.Validate()
+	return e, l.ValidateEvent(&e)
 }
 
 func invalidUTF8At(b []byte) int {
@@ -96,9 +104,15 @@ func invalidUTF8At(b []byte) int {
 	return -1
 }
 
-// Validate checks every field the event's type needs and returns a
-// *FieldError naming the first field that is wrong.
-func (e *Event) Validate() error {
+// Validate checks every field the event's type needs within DefaultLimits
+// and returns a *FieldError naming the first field that is wrong.
+func (e *Event) Validate() error { return DefaultLimits().ValidateEvent(e) }
+
+// ValidateEvent checks every field the event's type needs within l (zero
+// fields: defaults) and returns a *FieldError naming the first field that is
+// wrong.
+func (l Limits) ValidateEvent(e *Event) error {
+	l = l.WithDefaults()
 	if e.Type == "" {
 		return fieldErr("type", "is required (one of message, session.deleted, file.upserted, file.deleted, record.upserted, record.deleted)")
 	}
@@ -116,6 +130,10 @@ func (e *Event) Validate() error {
 		if e.Seq < 1 {
 			return fieldErr("seq", "is required and must be a positive integer, got %d", e.Seq)
 		}
+		if l.MaxSessionMessages > 0 && e.Seq > l.MaxSessionMessages {
+			return &FieldError{Field: "seq", Err: ErrTooLarge, Reason: fmt.Sprintf(
+				"is %d: the session would have %d messages, over the limit of %d a session may hold", e.Seq, e.Seq, l.MaxSessionMessages)}
+		}
 		if err := checkKey("id", e.ID, false); err != nil {
 			return err
 		}
@@ -128,11 +146,11 @@ func (e *Event) Validate() error {
 		if strings.TrimSpace(e.Text) == "" && strings.TrimSpace(e.ImageCaption) == "" {
 			return fieldErr("text", "is required and must not be blank")
 		}
-		if len(e.Text) > MaxTextBytes {
-			return tooLarge("text", len(e.Text), MaxTextBytes)
+		if len(e.Text) > l.MaxTextBytes {
+			return tooLarge("text", len(e.Text), l.MaxTextBytes)
 		}
-		if len(e.ImageCaption) > MaxTextBytes {
-			return tooLarge("imageCaption", len(e.ImageCaption), MaxTextBytes)
+		if len(e.ImageCaption) > l.MaxTextBytes {
+			return tooLarge("imageCaption", len(e.ImageCaption), l.MaxTextBytes)
 		}
 		if e.Timestamp != "" {
 			if _, err := time.Parse(time.RFC3339Nano, e.Timestamp); err != nil {
@@ -163,8 +181,8 @@ func (e *Event) Validate() error {
 			if strings.TrimSpace(e.Text) == "" {
 				return fieldErr("text", "is required and must not be blank")
 			}
-			if len(e.Text) > MaxTextBytes {
-				return tooLarge("text", len(e.Text), MaxTextBytes)
+			if len(e.Text) > l.MaxTextBytes {
+				return tooLarge("text", len(e.Text), l.MaxTextBytes)
 			}
 		}
 	default:

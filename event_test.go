@@ -62,24 +62,6 @@ func TestDecodeEvent(t *testing.T) {
 	}
 }
 
-func FuzzDecodeEvent(f *testing.F) {
-	f.Add([]byte(`{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"hi"}`))
-	f.Add([]byte(`{"type":"session.deleted","sessionKey":"k"}`))
-	f.Add([]byte("\xff{"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		e, err := DecodeEvent(b)
-		if err != nil {
-			if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrTooLarge) {
-				t.Fatalf("DecodeEvent()=%v: error wraps neither ErrInvalid nor ErrTooLarge", err)
-			}
-			return
-		}
-		if err := e.Validate(); err != nil {
-			t.Fatalf("decoded event does not validate: %v", err)
-		}
-	})
-}
-
 func TestSearchRequestNormalize(t *testing.T) {
 	tests := []struct {
 		name  string

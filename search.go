@@ -23,7 +23,8 @@ const (
 	SourceRecords  = "records"
 )
 
-// Search limits and defaults.
+// Search limits and defaults. MaxK and MaxQueryBytes are the defaults of
+// Limits and the highest values it may set (limits.go).
 const (
 	DefaultK       = 10
 	MaxK           = 200
@@ -62,23 +63,29 @@ type SearchRequest struct {
 	HalfLifeHours float64 `json:"halfLifeHours,omitempty"`
 }
 
-// Normalize fills defaults (k, mode, fusion) and validates the request. The
-// error is a *FieldError naming the field.
-func (r *SearchRequest) Normalize() error {
+// Normalize fills defaults (k, mode, fusion) and validates the request
+// within DefaultLimits. The error is a *FieldError naming the field.
+func (r *SearchRequest) Normalize() error { return DefaultLimits().NormalizeSearch(r) }
+
+// NormalizeSearch fills r's defaults (k, mode, fusion) and validates it
+// within l (zero fields: defaults). The error is a *FieldError naming the
+// field; a query over MaxQueryBytes wraps ErrTooLarge.
+func (l Limits) NormalizeSearch(r *SearchRequest) error {
+	l = l.WithDefaults()
 	if !ValidNamespace(r.Namespace) {
 		return fieldErr("namespace", "%q is not 1-64 characters of [A-Za-z0-9_-]", truncate(r.Namespace, 80))
 	}
 	if strings.TrimSpace(r.Query) == "" {
 		return fieldErr("query", "is required and must not be blank")
 	}
-	if len(r.Query) > MaxQueryBytes {
-		return tooLarge("query", len(r.Query), MaxQueryBytes)
+	if len(r.Query) > l.MaxQueryBytes {
+		return tooLarge("query", len(r.Query), l.MaxQueryBytes)
 	}
 	switch {
 	case r.K == 0:
-		r.K = DefaultK
-	case r.K < 0 || r.K > MaxK:
-		return fieldErr("k", "must be between 1 and %d, got %d", MaxK, r.K)
+		r.K = min(DefaultK, l.MaxK)
+	case r.K < 0 || r.K > l.MaxK:
+		return fieldErr("k", "must be between 1 and %d, got %d", l.MaxK, r.K)
 	}
 	if r.MinScore < 0 || r.MinScore > 1 {
 		return fieldErr("minScore", "must be between 0 and 1, got %g", r.MinScore)
@@ -158,6 +165,19 @@ type SearchResponse struct {
 	// Explain, when the request set explain, says what each stage did, in
 	// order; each hit's Scores hold its per-leg ranks and scores.
 	Explain []Stage `json:"explain,omitempty"`
+	// Backend names the client backend that answered ("remote", "local",
+	// "qmd"), set by the client (query.Manager), not by a worker.
+	Backend string `json:"backend,omitempty"`
+	// Fallback, when set, says that a fallback backend answered and why
+	// the primary did not.
+	Fallback *FallbackInfo `json:"fallback,omitempty"`
+}
+
+// FallbackInfo says which primary backend a fallback answered for, and
+// why the primary did not answer (its error, or its open circuit breaker).
+type FallbackInfo struct {
+	From   string `json:"from"`
+	Reason string `json:"reason"`
 }
 
 // Stage is one step of answering a search, for explain: how many candidates

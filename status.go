@@ -18,6 +18,19 @@ type StatusResponse struct {
 	// Switch reports a change of embedder in progress (nil when none): the
 	// old vectors serve while the new ones are built from the stream.
 	Switch *SwitchStatus `json:"switch,omitempty"`
+	// Backend names the client backend that gave this status ("remote",
+	// "local", "qmd"), set by the client (query.Manager), not by a worker.
+	Backend string `json:"backend,omitempty"`
+	// Fallback, when set, says that a fallback backend answered and why
+	// the primary did not (see SearchResponse.Fallback).
+	Fallback *FallbackInfo `json:"fallback,omitempty"`
+	// Ownership: the stream's partition count P, the dynamic group this
+	// worker belongs to ("" for a static owned set), the holders wanted per
+	// partition and the group's size as this worker last saw it.
+	PartitionCount int    `json:"partitionCount,omitempty"`
+	Group          string `json:"group,omitempty"`
+	Replicas       int    `json:"replicas,omitempty"`
+	GroupMembers   int    `json:"groupMembers,omitempty"`
 }
 
 // SwitchStatus describes a switch from one vector space (provider/model/
@@ -75,7 +88,27 @@ type PartitionStatus struct {
 	// VectorModeReason saying which. Vector search answers in both.
 	VectorMode       string `json:"vectorMode,omitempty"`
 	VectorModeReason string `json:"vectorModeReason,omitempty"`
+	// Role is this worker's part in the partition: RoleOwner (the lease
+	// holder of a dynamic group's slot 0, or a static owner), or
+	// RoleReplica (a read copy). State is StateCatchingUp until the shard
+	// has caught up with the stream, then StateReady: only a ready holder
+	// answers the partition's searches.
+	Role  string `json:"role,omitempty"`
+	State string `json:"state,omitempty"`
+	// LeaseValidSeconds is how long this worker's lease of the partition
+	// stays valid without a renewal (dynamic groups only); LeaseRevision is
+	// the lease key's revision in the group's bucket.
+	LeaseValidSeconds float64 `json:"leaseValidSeconds,omitempty"`
+	LeaseRevision     uint64  `json:"leaseRevision,omitempty"`
 }
+
+// Partition roles and states (PartitionStatus.Role, PartitionStatus.State).
+const (
+	RoleOwner       = "owner"
+	RoleReplica     = "replica"
+	StateCatchingUp = "catching up"
+	StateReady      = "ready"
+)
 
 // Vector modes of a partition's shard (PartitionStatus.VectorMode).
 const (

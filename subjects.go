@@ -22,6 +22,18 @@ const (
 	// StatusSubject is the status endpoint; every worker answers it.
 	StatusSubject = "memindex.status"
 
+	// PartitionSearchPrefix is the prefix of the per-partition search
+	// subject memindex.psearch.<partition>.<namespace>: the caught-up holders
+	// of a partition answer it in one queue group (replicas share the load).
+	// A worker forwards a search it cannot answer there; the Go client sends
+	// there directly.
+	PartitionSearchPrefix = "memindex.psearch"
+	// PartitionReadPrefix is the per-partition read subject prefix:
+	// memindex.pread.<partition>.<namespace>.
+	PartitionReadPrefix = "memindex.pread"
+	// PartitionQueueGroup is the queue group of the per-partition subjects.
+	PartitionQueueGroup = "memindex-holders"
+
 	// DefaultPartitions is the number of partitions of a new stream.
 	DefaultPartitions = 16
 )
@@ -61,3 +73,15 @@ func DLQSubject(partition int, ns string) string {
 
 // SearchSubject returns the search endpoint subject of namespace ns.
 func SearchSubject(ns string) string { return SearchSubjectPrefix + "." + ns }
+
+// PartitionSearchSubject returns the subject the holders of partition p
+// answer searches of namespace ns on.
+func PartitionSearchSubject(p int, ns string) string {
+	return PartitionSearchPrefix + "." + strconv.Itoa(p) + "." + ns
+}
+
+// PartitionReadSubject returns the subject the holders of partition p answer
+// reads of namespace ns on.
+func PartitionReadSubject(p int, ns string) string {
+	return PartitionReadPrefix + "." + strconv.Itoa(p) + "." + ns
+}

@@ -10,14 +10,15 @@ import (
 
 // decodeMsg turns one stored message into a validated event. subject is the
 // stored subject memindex.events.<partition>.<namespace>; stored is the time
-// the stream stored it, used when the event carries no timestamp. The error
-// says why the event can never apply.
-func decodeMsg(subject string, data []byte, stored time.Time) (memindex.Event, error) {
+// the stream stored it, used when the event carries no timestamp; l caps its
+// sizes and its session's length. The error says why the event can never
+// apply.
+func decodeMsg(l memindex.Limits, subject string, data []byte, stored time.Time) (memindex.Event, error) {
 	ns := subject[strings.LastIndexByte(subject, '.')+1:]
 	if !memindex.ValidNamespace(ns) {
 		return memindex.Event{}, fmt.Errorf("subject namespace %q is not 1-64 characters of [A-Za-z0-9_-]: %w", ns, memindex.ErrInvalid)
 	}
-	e, err := memindex.DecodeEvent(data)
+	e, err := l.DecodeEvent(data)
 	if err != nil {
 		return e, err
 	}

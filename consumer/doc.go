@@ -1,5 +1,7 @@
 // Package consumer owns ingestion: the JetStream streams and the durable pull
-// consumer of each partition, decoding and validating events, coalescing a
+// consumer of each partition, decoding and validating events (within
+// Config.Limits: an event over a size or session-length cap is
+// dead-lettered, never truncated), coalescing a
 // batch per session, planning the re-chunking of each touched session,
 // embedding new chunks, applying the batch to the partition's shard in one
 // transaction, the ack policy, the dead-letter stream and the vector backfill.
@@ -20,6 +22,40 @@
 // no cost. Worker.Readiness (status.go) says, per partition, whether its
 // consumer is bound, how far it lags and whether it is still rebuilding an
 // empty shard from the stream.
+//
+// Snapshots (snapshot.go) keeps shard snapshots in the MEMINDEX_SNAPSHOTS
+// object store (object "p<N>/<applied seq>", metadata describing the file,
+// the newest Keep per partition) and restores the newest one of the
+// worker's vector space in place of a shard, verified first; a worker that
+// opens the restored shard replays the stream from the snapshot's applied
+// sequence. Its Loop snapshots, every interval, the partitions the caller
+// says it owns.
+//
+// Ownership: a Worker holds a set of partitions, fixed at New (a static
+// owner) or changing while it runs (Config.Dynamic; Add and Remove). Every
+// holder of a partition consumes it through its own durable consumer (the
+// prefix names the worker) into its own shard file, so read replicas each
+// see every message; holders never share a file. In a dynamic group
+// (lease.go) a Leaser claims partition leases in the group's KV bucket
+// (Create), renews them (Update with the last revision), spreads them
+// evenly (ceil(P*R/members) each), hands them over on shutdown (Delete
+// with the revision) and takes a dead worker's after the TTL. Slot 0 of a
+// partition is its owner (the one that writes shared artefacts such as
+// snapshots), the other R-1 slots read replicas. Fencing: a lease is valid
+// until TTL/2 after its last successful renewal by the holder's clock;
+// Worker.SetFence makes the partition commit nothing after that instant,
+// while the server lets another worker claim only TTL after that renewal.
+//
+// EventStreamDrift, DLQStreamDrift and ConsumerDrift (drift.go) compare a
+// stream's or consumer's configuration with what memindex creates, field by
+// field, for `memindex doctor`.
+//
+// Events never vanish in silence (gap.go): a partition whose next events
+// were removed from the stream before it applied them (limits, purge), or
+// whose stream was deleted and recreated below its applied sequence,
+// reports the gap in Status (Error), Readiness (Gap) and an error log
+// record; a batch that keeps failing to commit is reported in Readiness
+// (ApplyErr) while it is retried.
 //
 // It must not serve queries, know the SQLite schema (it talks to a Shard
 // interface) or read configuration from the environment.

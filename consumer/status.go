@@ -16,11 +16,15 @@ import (
 // the partition's Error, never hidden.
 func (w *Worker) Status(ctx context.Context) []memindex.PartitionStatus {
 	dlq, dlqErr := DLQCounts(ctx, w.js)
-	out := make([]memindex.PartitionStatus, 0, len(w.parts))
-	for _, p := range w.parts {
+	parts := w.snapshot()
+	out := make([]memindex.PartitionStatus, 0, len(parts))
+	for _, p := range parts {
 		ps := memindex.PartitionStatus{Partition: p.id, AppliedSeq: p.applied.Load(), DLQ: dlq[p.id], RecordsMerged: p.recordsMerged.Load()}
 		if e := p.lastErr.Load(); e != nil {
 			ps.Error = *e
+		}
+		if g := p.gap.Load(); g != nil {
+			ps.Error = *g // events are missing: the worst news first
 		}
 		if c := p.cons.Load(); c != nil {
 			if info, err := (*c).Info(ctx); err == nil {
@@ -53,7 +57,9 @@ func (w *Worker) Status(ctx context.Context) []memindex.PartitionStatus {
 // Applied returns the last applied stream sequence of partition p, and
 // whether this worker owns p.
 func (w *Worker) Applied(p int) (uint64, bool) {
+	w.mu.Lock()
 	part, ok := w.byID[p]
+	w.mu.Unlock()
 	if !ok {
 		return 0, false
 	}
@@ -79,6 +85,12 @@ type PartitionReadiness struct {
 	RebuildTarget uint64
 	// Err says why Pending could not be read.
 	Err error
+	// ApplyErr, when not empty, is why the batch in hand fails to commit:
+	// it is retried in place and not acknowledged until it commits.
+	ApplyErr string
+	// Gap, when not empty, says events this partition had not applied are
+	// missing from the stream (gap.go); it stays until the worker restarts.
+	Gap string
 }
 
 // Rebuilding reports whether the partition is still filling an empty shard
@@ -90,9 +102,16 @@ func (r PartitionReadiness) Rebuilding() bool { return r.Applied < r.RebuildTarg
 // and whether it is rebuilding. It asks the server for each consumer's
 // pending count and reads nothing from the shards, so a probe stays cheap.
 func (w *Worker) Readiness(ctx context.Context) []PartitionReadiness {
-	out := make([]PartitionReadiness, 0, len(w.parts))
-	for _, p := range w.parts {
+	parts := w.snapshot()
+	out := make([]PartitionReadiness, 0, len(parts))
+	for _, p := range parts {
 		r := PartitionReadiness{Partition: p.id, Bound: p.bound.Load(), Applied: p.applied.Load(), RebuildTarget: p.rebuildTarget.Load()}
+		if e := p.lastErr.Load(); e != nil && p.applyFailing.Load() {
+			r.ApplyErr = *e
+		}
+		if g := p.gap.Load(); g != nil {
+			r.Gap = *g
+		}
 		if c := p.cons.Load(); c == nil {
 			r.Err = errors.New("no consumer")
 		} else if info, err := (*c).Info(ctx); err != nil {

@@ -17,7 +17,11 @@ import (
 type StreamConfig struct {
 	// Partitions is P, the number of partitions; fixed for the life of a stream.
 	Partitions int
-	// Replicas is the stream replica count (1 on a single server).
+	// Replicas is the replica count of both streams: 0 keeps an existing
+	// stream's (1 for a new stream); more than 1 needs a JetStream cluster
+	// of at least that many servers. Fewer than an existing stream's is
+	// refused (ErrReplicasReduced). The partitions' durable consumers
+	// inherit the stream's count.
 	Replicas int
 	// MaxAge bounds how long events are kept; 0 keeps them forever, which a
 	// rebuild from the stream needs.
@@ -33,6 +37,9 @@ func (c *StreamConfig) Validate() error {
 	}
 	if c.Partitions < 1 || c.Partitions > 1024 {
 		return fmt.Errorf("partitions must be between 1 and 1024, got %d", c.Partitions)
+	}
+	if c.Replicas < 0 || c.Replicas > MaxStreamReplicas {
+		return fmt.Errorf("stream replicas must be between 1 and %d (0: keep the existing stream's), got %d", MaxStreamReplicas, c.Replicas)
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1
@@ -73,12 +80,46 @@ func dlqStreamConfig(c StreamConfig) jetstream.StreamConfig {
 	}
 }
 
+// MaxStreamReplicas is the largest replica count JetStream accepts.
+const MaxStreamReplicas = 5
+
 // EnsureStreams creates the event and dead-letter streams, or updates them to
 // cfg, and returns the partition count in force. With cfg.Partitions 0 an
 // existing stream keeps its count (a new one gets DefaultPartitions);
 // asking an existing stream for another count is refused with
-// ErrPartitionsChanged: it would move namespaces between shards.
+// ErrPartitionsChanged: it would move namespaces between shards. Replicas
+// work the same way per stream (0 keeps them), except that more is allowed
+// (JetStream adds the copies) and fewer is refused with ErrReplicasReduced.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, cfg StreamConfig) (int, error) {
+	for {
+		actx, cancel := context.WithTimeout(ctx, streamAttempt)
+		p, err := ensureStreams(actx, js, cfg)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return p, err
+		}
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return p, err
+		}
+		select { // a short pause before the next attempt
+		case <-ctx.Done():
+			return p, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// streamAttempt bounds one attempt of EnsureStreams. In a cluster, when
+// several workers create the same replicated stream at once, requests of
+// those that lose the race can go unanswered for good (seen with
+// nats-server 2.15.2: TestEnsureStreamsConcurrentlyInACluster); a new
+// attempt finds the stream and gets its answer.
+const streamAttempt = 5 * time.Second
+
+func ensureStreams(ctx context.Context, js jetstream.JetStream, cfg StreamConfig) (int, error) {
+	if cfg.Replicas < 0 || cfg.Replicas > MaxStreamReplicas {
+		return 0, fmt.Errorf("ensure streams: stream replicas must be between 1 and %d (0: keep the existing stream's), got %d", MaxStreamReplicas, cfg.Replicas)
+	}
 	if s, err := js.Stream(ctx, memindex.StreamEvents); err == nil {
 		got, perr := StreamPartitions(s.CachedInfo().Config)
 		switch {
@@ -92,16 +133,69 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, cfg StreamConfig
 	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return 0, fmt.Errorf("ensure streams: %w", err)
 	}
+	want := cfg.Replicas
 	if err := cfg.Validate(); err != nil {
 		return 0, fmt.Errorf("ensure streams: %w", err)
 	}
 	for _, sc := range []jetstream.StreamConfig{eventStreamConfig(cfg), dlqStreamConfig(cfg)} {
+		r, err := streamReplicas(ctx, js, sc.Name, want)
+		if err != nil {
+			return 0, fmt.Errorf("ensure stream %s: %w", sc.Name, err)
+		}
+		sc.Replicas = r
 		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+			if replicasUnavailable(err) {
+				return 0, fmt.Errorf("ensure stream %s with %d replicas: %w (server says: %v)", sc.Name, r, ErrReplicasUnavailable, err)
+			}
 			return 0, fmt.Errorf("ensure stream %s: %w", sc.Name, err)
 		}
 	}
 	return cfg.Partitions, nil
 }
+
+// streamReplicas returns the replica count to give stream name: want, or
+// with want 0 the existing stream's (1 for a new one). Fewer than the
+// existing stream's is refused.
+func streamReplicas(ctx context.Context, js jetstream.JetStream, name string, want int) (int, error) {
+	s, err := js.Stream(ctx, name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return max(want, 1), nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	have := s.CachedInfo().Config.Replicas
+	switch {
+	case want == 0:
+		return max(have, 1), nil
+	case want < have:
+		return 0, fmt.Errorf("stream has %d replicas, configured %d; configure %d (or 0 to keep them), or reduce them deliberately with `nats stream edit %s --replicas %d`: %w",
+			have, want, have, name, want, ErrReplicasReduced)
+	}
+	return want, nil
+}
+
+// replicasUnavailable reports whether err is JetStream refusing replicas it
+// cannot place: replicas on a single server, or more than the cluster has.
+func replicasUnavailable(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.ErrorCode {
+	case jsErrReplicasNotSupported, jsErrInsufficientResources, jsErrNoSuitablePeers:
+		return true
+	}
+	return false
+}
+
+// JetStream API error codes (nats-server errors.json) that mean the
+// stream's replicas cannot be placed.
+const (
+	jsErrReplicasNotSupported  jetstream.ErrorCode = 10074 // replicas > 1 not supported in non-clustered mode
+	jsErrInsufficientResources jetstream.ErrorCode = 10023 // insufficient resources
+	jsErrNoSuitablePeers       jetstream.ErrorCode = 10005 // no suitable peers for placement
+)
 
 // StreamPartitions reads P back from the event stream's subject transform.
 func StreamPartitions(sc jetstream.StreamConfig) (int, error) {

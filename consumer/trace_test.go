@@ -115,7 +115,7 @@ func (l *ctxLog) find(msg string) (logRec, bool) {
 func attrOf(s tracetest.SpanStub, key attribute.Key) string {
 	for _, kv := range s.Attributes {
 		if kv.Key == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"memindex"
 	"memindex/chunker"
 	"memindex/embedder"
+	"memindex/internal/failpoint"
 	"memindex/store"
 )
 
@@ -32,8 +35,11 @@ const (
 // Config sets up a Worker. The zero value of every field but Partitions has a
 // sane default.
 type Config struct {
-	// Partitions are the partitions this worker owns.
+	// Partitions are the partitions this worker holds from the start.
 	Partitions []int
+	// Dynamic lets the worker start with no partition: partitions come and
+	// go with Add and Remove (a worker of a dynamic group, see lease.go).
+	Dynamic bool
 	// ConsumerPrefix starts the durable consumer names (default
 	// DefaultConsumerPrefix). Two workers consuming the same partitions into
 	// different shards (a new vector set being built) need different ones.
@@ -46,6 +52,10 @@ type Config struct {
 	Chunker chunker.Config
 	// Markdown configures memory file sections.
 	Markdown chunker.MarkdownConfig
+	// Limits caps event size, text size and session length (zero fields:
+	// memindex.DefaultLimits). An event over a limit is dead-lettered with
+	// the field and the limit in its reason, never truncated.
+	Limits memindex.Limits
 	// EmbedTimeout bounds inline embedding of a batch's new chunks; past it
 	// the chunks commit without vectors and the backfill embeds them later.
 	EmbedTimeout time.Duration
@@ -71,7 +81,7 @@ type Config struct {
 
 // Validate fills defaults and checks the values.
 func (c *Config) Validate() error {
-	if len(c.Partitions) == 0 {
+	if len(c.Partitions) == 0 && !c.Dynamic {
 		return errors.New("config: no partitions to own")
 	}
 	if c.ConsumerPrefix == "" {
@@ -94,6 +104,10 @@ func (c *Config) Validate() error {
 	if err := c.Markdown.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	if err := c.Limits.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	c.Limits = c.Limits.WithDefaults()
 	if c.EmbedTimeout == 0 {
 		c.EmbedTimeout = 5 * time.Second
 	}
@@ -120,13 +134,17 @@ func (c *Config) Validate() error {
 
 // Worker consumes the partitions it owns and applies them to their shards.
 type Worker struct {
-	js    jetstream.JetStream
-	cfg   Config
-	emb   embedder.Embedder
-	log   *slog.Logger
-	parts []*partition
-	byID  map[int]*partition
-	ready atomic.Bool
+	js  jetstream.JetStream
+	cfg Config
+	emb embedder.Embedder
+	log *slog.Logger
+	// mu guards parts, byID and runCtx: partitions come and go while the
+	// worker runs (Add, Remove).
+	mu     sync.Mutex
+	parts  []*partition
+	byID   map[int]*partition
+	runCtx context.Context // set while Run runs
+	ready  atomic.Bool
 	// metrics and trace observe ingestion (metrics.go, trace.go).
 	metrics Metrics
 	trace   tracing
@@ -145,9 +163,21 @@ type partition struct {
 	// partition that started from an empty shard must reach (status.go).
 	bound         atomic.Bool
 	rebuildTarget atomic.Uint64
+	// gap, when set, says events are missing from the stream (gap.go).
+	gap atomic.Pointer[string]
+	// applyFailing is set while the batch in hand fails to commit and is
+	// retried (a full disk, a damaged file): the partition is not ready.
+	applyFailing atomic.Bool
 	// recordsMerged counts record upserts that updated a near-duplicate.
 	recordsMerged atomic.Uint64
 	kick          chan struct{}
+	// fenceUntil, when not 0, is the time (unix ns) after which the
+	// partition must not commit: the end of its lease by this worker's
+	// clock (see SetFence).
+	fenceUntil atomic.Int64
+	// cancel stops the partition's loops; done is closed when they return.
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // New returns a worker for the partitions of cfg; shards must hold an open
@@ -159,6 +189,9 @@ func New(js jetstream.JetStream, cfg Config, shards map[int]Shard, emb embedder.
 	w := &Worker{js: js, cfg: cfg, emb: emb, log: cfg.Logger, byID: make(map[int]*partition),
 		metrics: cfg.Metrics, trace: newTracing(cfg.TracerProvider)}
 	for _, id := range cfg.Partitions {
+		if _, dup := w.byID[id]; dup {
+			return nil, fmt.Errorf("new worker: partition %d listed twice", id)
+		}
 		sh, ok := shards[id]
 		if !ok {
 			return nil, fmt.Errorf("new worker: no shard for partition %d", id)
@@ -173,22 +206,30 @@ func New(js jetstream.JetStream, cfg Config, shards map[int]Shard, emb embedder.
 // Start positions each partition's durable consumer right after the
 // sequence its shard applied last. It must succeed before Run.
 func (w *Worker) Start(ctx context.Context) error {
-	for _, p := range w.parts {
-		applied, err := p.shard.AppliedSeq(ctx)
-		if err != nil {
-			return fmt.Errorf("start partition %d: %w", p.id, err)
-		}
-		p.applied.Store(applied)
-		cons, err := w.positionConsumer(ctx, p.id, applied)
-		if err != nil {
-			return fmt.Errorf("start partition %d: %w", p.id, err)
-		}
-		p.cons.Store(&cons)
-		if err := w.markRebuild(ctx, p); err != nil {
+	for _, p := range w.snapshot() {
+		if err := w.startPartition(ctx, p); err != nil {
 			return fmt.Errorf("start partition %d: %w", p.id, err)
 		}
 	}
 	return nil
+}
+
+// startPartition positions p's consumer after its shard's applied sequence.
+func (w *Worker) startPartition(ctx context.Context, p *partition) error {
+	applied, err := p.shard.AppliedSeq(ctx)
+	if err != nil {
+		return err
+	}
+	p.applied.Store(applied)
+	cons, err := w.positionConsumer(ctx, p.id, applied)
+	if err != nil {
+		return err
+	}
+	p.cons.Store(&cons)
+	if err := w.checkGap(ctx, p, applied, 0); err != nil {
+		return err
+	}
+	return w.markRebuild(ctx, p)
 }
 
 // positionConsumer (re)creates partition p's durable consumer so that it
@@ -219,18 +260,153 @@ func (w *Worker) positionConsumer(ctx context.Context, p int, applied uint64) (j
 	return cons, nil
 }
 
-// Run consumes every owned partition until ctx ends, then stops intake,
-// finishes and commits the batch in hand, acknowledges it and returns.
+// Run consumes every held partition, and those added while it runs, until
+// ctx ends; then it stops intake, finishes and commits each batch in hand,
+// acknowledges it and returns.
 func (w *Worker) Run(ctx context.Context) error {
-	var wg conc.WaitGroup
-	w.ready.Store(true)
+	w.mu.Lock()
+	w.runCtx = ctx
 	for _, p := range w.parts {
-		wg.Go(func() { w.consume(ctx, p) })
-		wg.Go(func() { w.backfill(ctx, p) })
+		w.launch(ctx, p)
 	}
-	wg.Wait()
+	w.mu.Unlock()
+	w.ready.Store(true)
+	<-ctx.Done()
+	w.mu.Lock()
+	w.runCtx = nil
+	parts := slices.Clone(w.parts)
+	w.mu.Unlock()
+	for _, p := range parts {
+		<-p.done
+	}
 	w.ready.Store(false)
 	return nil
+}
+
+// launch starts p's consume and backfill loops under ctx; w.mu is held.
+// The loops' owner is Run (which waits for done) or Remove.
+func (w *Worker) launch(ctx context.Context, p *partition) {
+	pctx, cancel := context.WithCancel(ctx)
+	p.cancel, p.done = cancel, make(chan struct{})
+	go func() {
+		defer close(p.done)
+		var wg conc.WaitGroup
+		wg.Go(func() { w.consume(pctx, p) })
+		wg.Go(func() { w.backfill(pctx, p) })
+		wg.Wait()
+	}()
+}
+
+// snapshot returns the partitions held now.
+func (w *Worker) snapshot() []*partition {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.parts)
+}
+
+// Add starts holding partition id with shard sh: its durable consumer is
+// positioned after the shard's applied sequence and, when Run is running,
+// its loops start at once (otherwise Run starts them). fence, when not zero,
+// is the partition's first fence (see SetFence). The caller keeps owning sh;
+// Remove gives it back.
+func (w *Worker) Add(ctx context.Context, id int, sh Shard, fence time.Time) error {
+	w.mu.Lock()
+	_, held := w.byID[id]
+	w.mu.Unlock()
+	if held {
+		return fmt.Errorf("add partition %d: %w", id, ErrHeld)
+	}
+	p := &partition{id: id, shard: sh, kick: make(chan struct{}, 1)}
+	if !fence.IsZero() {
+		p.fenceUntil.Store(fence.UnixNano())
+	}
+	if err := w.startPartition(ctx, p); err != nil {
+		return fmt.Errorf("add partition %d: %w", id, err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, held := w.byID[id]; held {
+		return fmt.Errorf("add partition %d: %w", id, ErrHeld)
+	}
+	w.parts = append(w.parts, p)
+	w.byID[id] = p
+	if w.runCtx != nil {
+		w.launch(w.runCtx, p)
+	}
+	return nil
+}
+
+// Remove stops holding partition id: intake stops, the batch in hand
+// commits (unless fenced) and is acknowledged, the loops return, and with
+// deleteConsumer the partition's durable consumer is deleted (a hand-over:
+// this worker will not resume it). It returns the partition's shard for the
+// caller to close, or ErrNotHeld.
+func (w *Worker) Remove(ctx context.Context, id int, deleteConsumer bool) (Shard, error) {
+	w.mu.Lock()
+	p, ok := w.byID[id]
+	if ok {
+		delete(w.byID, id)
+		w.parts = slices.DeleteFunc(w.parts, func(q *partition) bool { return q == p })
+	}
+	w.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("remove partition %d: %w", id, ErrNotHeld)
+	}
+	if p.cancel != nil {
+		p.cancel()
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return p.shard, fmt.Errorf("remove partition %d: batch in hand still running: %w", id, ctx.Err())
+		}
+	}
+	if deleteConsumer {
+		err := w.js.DeleteConsumer(ctx, memindex.StreamEvents, ConsumerName(w.cfg.ConsumerPrefix, id))
+		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return p.shard, fmt.Errorf("remove partition %d: delete consumer: %w", id, err)
+		}
+	}
+	return p.shard, nil
+}
+
+// Held returns the partitions the worker holds now, in the order added.
+func (w *Worker) Held() []int {
+	parts := w.snapshot()
+	out := make([]int, len(parts))
+	for i, p := range parts {
+		out[i] = p.id
+	}
+	return out
+}
+
+// SetFence sets the time after which partition id must not commit (zero:
+// no fence): a worker of a dynamic group sets it to the end of its lease by
+// its own clock at every renewal, so a worker that loses its lease, or can no
+// longer renew it, stops writing before any other may claim it. A batch
+// that meets the fence is not committed nor acknowledged; it is redelivered
+// to whoever holds the partition next.
+func (w *Worker) SetFence(id int, until time.Time) {
+	w.mu.Lock()
+	p, ok := w.byID[id]
+	w.mu.Unlock()
+	if !ok {
+		return
+	}
+	if until.IsZero() {
+		p.fenceUntil.Store(0)
+		return
+	}
+	p.fenceUntil.Store(until.UnixNano())
+}
+
+// fenced reports whether p may not commit now, and the deadline in force.
+func (p *partition) fenced() (time.Time, bool) {
+	f := p.fenceUntil.Load()
+	if f == 0 {
+		return time.Time{}, false
+	}
+	until := time.Unix(0, f)
+	return until, !time.Now().Before(until)
 }
 
 // Ready reports whether the worker is consuming.
@@ -253,6 +429,7 @@ func (w *Worker) consume(ctx context.Context, p *partition) {
 		cons, perr := w.positionConsumer(ctx, p.id, p.applied.Load())
 		if perr == nil {
 			p.cons.Store(&cons)
+			_ = w.checkGap(ctx, p, p.applied.Load(), 0) // a stream deleted and recreated meanwhile
 		}
 	}
 }
@@ -354,7 +531,7 @@ func (w *Worker) process(ctx context.Context, p *partition, msgs []jetstream.Msg
 			continue // a redelivery of what the shard already holds
 		}
 		fresh++
-		e, err := decodeMsg(m.Subject(), m.Data(), md.Timestamp)
+		e, err := decodeMsg(w.cfg.Limits, m.Subject(), m.Data(), md.Timestamp)
 		if err != nil {
 			mctx := bt.message(ctx, m, seq, OutcomeDLQ, err.Error())
 			dead = append(dead, deadLetter{msg: m, seq: seq, reason: err.Error(), ctx: mctx})
@@ -366,6 +543,9 @@ func (w *Worker) process(ctx context.Context, p *partition, msgs []jetstream.Msg
 	stats.DLQ, stats.Indexed = len(dead), fresh-len(dead)
 	if fresh == 0 {
 		return msgs[len(msgs)-1].Ack()
+	}
+	if err := w.checkGap(ctx, p, applied, firstFresh(msgs, applied)); err != nil {
+		return err
 	}
 	stop := heartbeat(ctx, msgs, w.cfg.AckWait/3)
 	defer stop()
@@ -381,7 +561,12 @@ func (w *Worker) process(ctx context.Context, p *partition, msgs []jetstream.Msg
 		if err == nil {
 			break
 		}
+		if errors.Is(err, ErrFenced) {
+			p.setErr(err)
+			return err // not acknowledged: the next holder gets the batch
+		}
 		p.setErr(err)
+		p.applyFailing.Store(true)
 		w.metrics.ShardError(p.id, err)
 		w.log.ErrorContext(ctx, "apply batch", attrPartition, p.id, attrSeq, last, attrErr, err)
 		select {
@@ -392,6 +577,10 @@ func (w *Worker) process(ctx context.Context, p *partition, msgs []jetstream.Msg
 	}
 	p.applied.Store(last)
 	p.lastErr.Store(nil)
+	p.applyFailing.Store(false)
+	if failpoint.Enabled { // tests only: build tag failpoints
+		failpoint.Inject(failpoint.AfterCommit)
+	}
 	return ackBatch(msgs, dead)
 }
 
@@ -432,6 +621,18 @@ func (w *Worker) commit(ctx context.Context, p *partition, pl *planner, last uin
 	}
 	if len(fresh) > 0 && time.Now().UnixNano() >= w.inlineOffUntil.Load() {
 		w.embedInline(ctx, fresh, bt)
+	}
+	if failpoint.Enabled { // tests only: build tag failpoints
+		failpoint.Inject(failpoint.AfterEmbed)
+	}
+	// A fenced partition commits nothing; the transaction must also end
+	// before the fence, so it runs under the fence as a deadline.
+	if until, fenced := p.fenced(); fenced {
+		return fmt.Errorf("partition %d: lease ended at %s: %w", p.id, until.Format(time.RFC3339Nano), ErrFenced)
+	} else if !until.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, until)
+		defer cancel()
 	}
 	span = bt.start(SpanCommit)
 	merged, err := mergeNearDuplicates(ctx, p.shard, b.Records)
@@ -530,7 +731,7 @@ func truncateReason(s string) string {
 // for a worker that will not run again (its shards were replaced).
 func (w *Worker) DeleteConsumers(ctx context.Context) error {
 	var errs []error
-	for _, p := range w.parts {
+	for _, p := range w.snapshot() {
 		err := w.js.DeleteConsumer(ctx, memindex.StreamEvents, ConsumerName(w.cfg.ConsumerPrefix, p.id))
 		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			errs = append(errs, err)

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -21,6 +23,29 @@ const DefaultRequestTimeout = 10 * time.Second
 // Client calls the memindex service over NATS. It is safe for concurrent use.
 type Client struct {
 	nc *nats.Conn
+	// partitions is P when known (UsePartitions, or learnt from Status):
+	// requests then go straight to the holders of the namespace's partition.
+	partitions atomic.Int64
+}
+
+// UsePartitions tells the client the stream's partition count p (memindex
+// status shows it; Status learns it), so that Search and Read send straight
+// to memindex.psearch.<partition>.<ns> / memindex.pread.<partition>.<ns>,
+// which the ready holders of the partition answer, skipping the hop through
+// whichever worker receives memindex.search.<ns>. 0 turns it off.
+func (c *Client) UsePartitions(p int) { c.partitions.Store(int64(max(p, 0))) }
+
+// request sends data on the namespace's partition subject when P is known,
+// and on the routed subject otherwise or when no holder answers there (the
+// routed subject then answers why: a 503 naming the partition).
+func (c *Client) request(ctx context.Context, ns string, direct func(p int, ns string) string, routed string, data []byte) (*nats.Msg, error) {
+	if p := int(c.partitions.Load()); p > 0 {
+		msg, err := c.nc.RequestWithContext(ctx, direct(memindex.Partition(ns, p), ns), data)
+		if !errors.Is(err, nats.ErrNoResponders) {
+			return msg, err
+		}
+	}
+	return c.nc.RequestWithContext(ctx, routed, data)
 }
 
 // NewClient returns a Client that sends its requests on nc.
@@ -28,8 +53,9 @@ func NewClient(nc *nats.Conn) *Client { return &Client{nc: nc} }
 
 // Search sends req to the worker that serves req.Namespace and returns its
 // answer. An error reply of the service is a *RemoteError (errors.Is matches
-// memindex.ErrInvalid for 400, memindex.ErrTooLarge for 413, and the other
-// sentinels its Unwrap names); with no worker serving the error wraps
+// memindex.ErrInvalid for 400, memindex.ErrTooLarge for 413, ErrOverloaded
+// for 429 with RetryAfter set, and the other sentinels its Unwrap names);
+// with no worker serving the error wraps
 // ErrNoWorker. Without a deadline on ctx, DefaultRequestTimeout applies.
 func (c *Client) Search(ctx context.Context, req memindex.SearchRequest) (memindex.SearchResponse, error) {
 	var resp memindex.SearchResponse
@@ -45,7 +71,7 @@ func (c *Client) Search(ctx context.Context, req memindex.SearchRequest) (memind
 		ctx, cancel = context.WithTimeout(ctx, DefaultRequestTimeout)
 		defer cancel()
 	}
-	msg, err := c.nc.RequestWithContext(ctx, memindex.SearchSubject(req.Namespace), data)
+	msg, err := c.request(ctx, req.Namespace, memindex.PartitionSearchSubject, memindex.SearchSubject(req.Namespace), data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return resp, fmt.Errorf("search %s: %w", req.Namespace, ErrNoWorker)
@@ -71,6 +97,11 @@ func (c *Client) Search(ctx context.Context, req memindex.SearchRequest) (memind
 func (c *Client) Status(ctx context.Context, wait time.Duration) ([]memindex.StatusResponse, error) {
 	out, err := gather[memindex.StatusResponse](ctx, c.nc, memindex.StatusSubject, wait)
 	slices.SortFunc(out, func(a, b memindex.StatusResponse) int { return strings.Compare(a.Worker, b.Worker) })
+	for _, st := range out {
+		if st.PartitionCount > 0 && c.partitions.Load() == 0 {
+			c.partitions.Store(int64(st.PartitionCount))
+		}
+	}
 	if err != nil {
 		return out, fmt.Errorf("status: %w", err)
 	}
@@ -141,6 +172,9 @@ func remoteError(msg *nats.Msg) error {
 		return nil
 	}
 	e := &RemoteError{Code: code, Message: msg.Header.Get(micro.ErrorHeader)}
+	if secs, err := strconv.Atoi(msg.Header.Get(memindex.RetryAfterHeader)); err == nil && secs > 0 {
+		e.RetryAfter = time.Duration(secs) * time.Second
+	}
 	var body memindex.ErrorBody
 	if json.Unmarshal(msg.Data, &body) == nil && body.Message != "" {
 		e.Message = body.Message
@@ -164,7 +198,7 @@ func (c *Client) Read(ctx context.Context, req memindex.ReadRequest) (memindex.R
 		ctx, cancel = context.WithTimeout(ctx, DefaultRequestTimeout)
 		defer cancel()
 	}
-	msg, err := c.nc.RequestWithContext(ctx, memindex.ReadSubject(req.Namespace), data)
+	msg, err := c.request(ctx, req.Namespace, memindex.PartitionReadSubject, memindex.ReadSubject(req.Namespace), data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return resp, fmt.Errorf("read %s: %w", req.Namespace, ErrNoWorker)

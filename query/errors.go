@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"memindex"
 )
@@ -30,6 +31,12 @@ var (
 	// ErrNoWorker is returned by Client when no worker subscribes to the
 	// subject: nothing is serving.
 	ErrNoWorker = errors.New("no memindex worker is serving; start one with `memindex serve`")
+	// ErrNoBackend is returned by every call of the "none" backend of Open
+	// (and of a Manager after Close): no search backend is configured.
+	ErrNoBackend = errors.New("no search backend configured; choose one with backend remote, local or qmd")
+	// ErrUnsupported is returned by a Manager call its backend cannot
+	// answer: a session read or a vector probe of the qmd backend.
+	ErrUnsupported = errors.New("not supported by this backend")
 )
 
 // RemoteError is an error reply of the memindex service: the code of its
@@ -38,6 +45,9 @@ var (
 type RemoteError struct {
 	Code    string
 	Message string
+	// RetryAfter is when a refused request (429) may be tried again, from
+	// the reply's Retry-After header; 0 when the reply named none.
+	RetryAfter time.Duration
 }
 
 // Error returns "memindex <code>: <message>".

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,6 +49,28 @@ type ServiceConfig struct {
 	Metrics Metrics
 	// TracerProvider traces searches (trace.go); nil is off.
 	TracerProvider trace.TracerProvider
+
+	// Limits caps a search's query bytes and k (zero fields:
+	// memindex.DefaultLimits); a query over the cap is answered 413, a k
+	// over it 400, each naming the field and the limit.
+	Limits memindex.Limits
+	// RatePerNamespace is how many searches and reads a second one
+	// namespace may run on this worker (token bucket, counted where the
+	// request runs, not where it is forwarded from); one more is answered
+	// 429 with a Retry-After header. 0: no limit.
+	RatePerNamespace float64
+	// RateBurst is the bucket size (default: RatePerNamespace rounded up).
+	RateBurst int
+	// MaxNamespaces bounds the namespaces whose buckets are kept; the least
+	// recently used is dropped past it (default DefaultMaxNamespaces).
+	MaxNamespaces int
+	// Partitions is P, the stream's partition count. With Holds it turns
+	// routing on (route.go): a request for a partition this worker does not
+	// hold ready is forwarded to the partition's holders.
+	Partitions int
+	// Holds reports whether this worker holds partition p and has caught
+	// up, so answers p's requests itself.
+	Holds func(p int) bool
 }
 
 // Validate reports a setting that is out of range.
@@ -58,6 +82,15 @@ func (c ServiceConfig) Validate() error {
 		return fmt.Errorf("service config: workers must not be negative, got %d", c.Workers)
 	case c.MaxPending < 0:
 		return fmt.Errorf("service config: max pending must not be negative, got %d", c.MaxPending)
+	case c.RatePerNamespace < 0 || math.IsNaN(c.RatePerNamespace) || math.IsInf(c.RatePerNamespace, 0):
+		return fmt.Errorf("service config: rate per namespace must be a finite number >= 0 (0: no limit), got %g", c.RatePerNamespace)
+	case c.RateBurst < 0:
+		return fmt.Errorf("service config: rate burst must not be negative, got %d", c.RateBurst)
+	case c.MaxNamespaces < 0:
+		return fmt.Errorf("service config: max namespaces must not be negative, got %d", c.MaxNamespaces)
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return fmt.Errorf("service config: %w", err)
 	}
 	return nil
 }
@@ -71,6 +104,13 @@ func (c ServiceConfig) withDefaults() ServiceConfig {
 	}
 	if c.Metrics == nil {
 		c.Metrics = MetricsFuncs{}
+	}
+	c.Limits = c.Limits.WithDefaults()
+	if c.RateBurst == 0 {
+		c.RateBurst = int(math.Ceil(c.RatePerNamespace))
+	}
+	if c.MaxNamespaces == 0 {
+		c.MaxNamespaces = DefaultMaxNamespaces
 	}
 	return c
 }
@@ -91,6 +131,8 @@ type Service struct {
 	status StatusFunc
 	svc    micro.Service
 	trace  tracing
+	// limiter is the per-namespace rate limit (ratelimit.go); nil: none.
+	limiter *namespaceLimiter
 
 	// ctx is the parent of every search; cancel ends them when Stop gives up.
 	ctx    context.Context
@@ -100,8 +142,14 @@ type Service struct {
 	closed bool
 	jobs   chan job
 
-	workers  conc.WaitGroup
-	done     chan struct{} // closed when every pool worker has returned
+	workers conc.WaitGroup
+	done    chan struct{} // closed when every pool worker has returned
+
+	// Routing (route.go): nil relay when off; served holds the
+	// per-partition subscriptions.
+	relay    *relay
+	servedMu sync.Mutex
+	served   map[int][]*nats.Subscription
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -119,7 +167,7 @@ type job struct {
 // NewService registers the memindex micro service on nc and starts its
 // search pool. status may be nil (status then reports only the worker name).
 // Stop ends what NewService started.
-func NewService(nc *nats.Conn, cfg ServiceConfig, e *Engine, status StatusFunc) (*Service, error) {
+func NewService(nc *nats.Conn, cfg ServiceConfig, e *Engine, status StatusFunc) (_ *Service, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -138,7 +186,18 @@ func NewService(nc *nats.Conn, cfg ServiceConfig, e *Engine, status StatusFunc) 
 		cancel: cancel,
 		jobs:   make(chan job, cfg.MaxPending),
 		done:   make(chan struct{}),
+
+		limiter: newNamespaceLimiter(cfg.RatePerNamespace, cfg.RateBurst, cfg.MaxNamespaces),
 	}
+	if err := s.startRouting(); err != nil {
+		cancel()
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.stopRouting()
+		}
+	}()
 	mcfg := micro.Config{
 		Name:        memindex.ServiceName,
 		Version:     cfg.Version,
@@ -195,6 +254,7 @@ func NewService(nc *nats.Conn, cfg ServiceConfig, e *Engine, status StatusFunc) 
 func (s *Service) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		s.stopErr = s.svc.Stop()
+		s.stopRouting()
 		s.mu.Lock()
 		s.closed = true
 		close(s.jobs)
@@ -221,7 +281,7 @@ func (s *Service) handleSearch(r micro.Request) {
 	}
 	received := time.Now()
 	span := s.trace.start(r, received)
-	req, err := decodeSearch(r.Subject(), r.Data())
+	req, err := decodeSearch(s.cfg.Limits, r.Subject(), r.Data())
 	if err != nil {
 		s.rejectSearch(r, span, err)
 		return
@@ -232,16 +292,44 @@ func (s *Service) handleSearch(r micro.Request) {
 		s.rejectSearch(r, span, wireErr(ErrNotReady, "worker %s is stopping; retry", s.cfg.Worker))
 		return
 	}
+	if subject, p, ok := s.forwardTo(r.Subject(), req.Namespace, memindex.PartitionSearchPrefix); ok {
+		s.trace.endSearch(span, nil, nil, "")
+		s.forward(r, EndpointSearch, subject, p)
+		return
+	}
+	if err := s.allow(req.Namespace, received); err != nil {
+		s.rejectSearch(r, span, err)
+		return
+	}
 	select {
 	case s.jobs <- job{reply: r.Reply(), req: req, received: received, span: span}:
 	default:
-		s.rejectSearch(r, span, wireErr(ErrOverloaded, "worker %s has %d searches pending; retry shortly", s.cfg.Worker, s.cfg.MaxPending))
+		s.rejectSearch(r, span, &retryAfterError{after: time.Second,
+			error: wireErr(ErrOverloaded, "worker %s has %d searches pending; retry shortly", s.cfg.Worker, s.cfg.MaxPending)})
 	}
 }
 
-// decodeSearch parses and validates a search request received on subject.
-// The namespace comes from the subject when the body names none.
-func decodeSearch(subject string, data []byte) (memindex.SearchRequest, error) {
+// allow takes a token of namespace ns at now, or returns the 429 to answer.
+// An invalid namespace is let through: validation rejects it without a
+// bucket kept for it.
+func (s *Service) allow(ns string, now time.Time) error {
+	if s.limiter == nil || !memindex.ValidNamespace(ns) {
+		return nil
+	}
+	ok, wait := s.limiter.allow(ns, now)
+	if ok {
+		return nil
+	}
+	secs := retrySeconds(wait)
+	return &retryAfterError{after: time.Duration(secs) * time.Second,
+		error: wireErr(ErrOverloaded, "namespace %s is over its limit of %g searches and reads a second on worker %s; retry after %ds",
+			ns, s.cfg.RatePerNamespace, s.cfg.Worker, secs)}
+}
+
+// decodeSearch parses and validates a search request received on subject
+// within limits. The namespace comes from the subject when the body names
+// none.
+func decodeSearch(limits memindex.Limits, subject string, data []byte) (memindex.SearchRequest, error) {
 	var req memindex.SearchRequest
 	if len(data) > memindex.MaxRequestSize {
 		return req, wireErr(memindex.ErrTooLarge, "search request is %d bytes, over the limit of %d", len(data), memindex.MaxRequestSize)
@@ -255,14 +343,14 @@ func decodeSearch(subject string, data []byte) (memindex.SearchRequest, error) {
 	if req.Type != "" && req.Type != searchRequestType {
 		return req, fmt.Errorf("invalid search request: %w", &memindex.FieldError{Field: "type", Reason: fmt.Sprintf("%q is not %q", req.Type, searchRequestType), Err: memindex.ErrInvalid})
 	}
-	ns := strings.TrimPrefix(subject, memindex.SearchSubjectPrefix+".")
+	ns := subjectNamespace(subject)
 	switch {
 	case req.Namespace == "":
 		req.Namespace = ns
 	case req.Namespace != ns:
 		return req, fmt.Errorf("invalid search request: %w", &memindex.FieldError{Field: "namespace", Reason: fmt.Sprintf("%q differs from the subject's namespace %q", req.Namespace, ns), Err: memindex.ErrInvalid})
 	}
-	if err := req.Normalize(); err != nil {
+	if err := limits.NormalizeSearch(&req); err != nil {
 		return req, fmt.Errorf("invalid search request: %w", err)
 	}
 	return req, nil
@@ -308,7 +396,8 @@ func (s *Service) search(ctx context.Context, req memindex.SearchRequest) (resp 
 			err = fmt.Errorf("search %s panicked: %v", req.Namespace, p)
 		}
 	}()
-	return s.eng.Search(ctx, req)
+	resp, err = s.eng.Search(ctx, req)
+	return resp, handedOver(req.Namespace, err)
 }
 
 // handleRead answers a read request inline: it is one indexed SQLite
@@ -327,12 +416,20 @@ func (s *Service) handleRead(r micro.Request) {
 		s.rejectRead(r, wireErr(memindex.ErrInvalid, `read request is not a JSON object like {"sessionKey":"chat","sessionId":"s1","from":1,"count":20}`))
 		return
 	}
-	ns := strings.TrimPrefix(r.Subject(), memindex.ReadSubjectPrefix+".")
+	ns := subjectNamespace(r.Subject())
 	switch {
 	case req.Namespace == "":
 		req.Namespace = ns
 	case req.Namespace != ns:
 		s.rejectRead(r, fmt.Errorf("invalid read request: %w", &memindex.FieldError{Field: "namespace", Reason: fmt.Sprintf("%q differs from the subject's namespace %q", req.Namespace, ns), Err: memindex.ErrInvalid}))
+		return
+	}
+	if subject, p, ok := s.forwardTo(r.Subject(), req.Namespace, memindex.PartitionReadPrefix); ok {
+		s.forward(r, EndpointRead, subject, p)
+		return
+	}
+	if err := s.allow(req.Namespace, time.Now()); err != nil {
+		s.rejectRead(r, err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, searchTimeout)
@@ -394,6 +491,15 @@ func (s *Service) rejectRead(r micro.Request, err error) {
 	respondError(r, err)
 }
 
+// retryAfterError is a refusal (429) that says when to retry: the
+// memindex.RetryAfterHeader of the reply, in whole seconds.
+type retryAfterError struct {
+	error
+	after time.Duration
+}
+
+func (e *retryAfterError) Unwrap() error { return e.error }
+
 // wireError is an error whose message is meant for the requester as it is,
 // without the sentinel's text appended.
 type wireError struct {
@@ -414,7 +520,11 @@ func (e *wireError) Unwrap() error { return e.err }
 // counts it in the endpoint's stats.
 func respondError(r micro.Request, err error) {
 	code, msg, body := errorReply(err)
-	_ = r.Error(code, msg, body)
+	var opts []micro.RespondOpt
+	if ra := (*retryAfterError)(nil); errors.As(err, &ra) {
+		opts = append(opts, micro.WithHeaders(micro.Headers{memindex.RetryAfterHeader: {strconv.Itoa(retrySeconds(ra.after))}}))
+	}
+	_ = r.Error(code, msg, body, opts...)
 }
 
 // errorReply returns the wire code of err, its message fit for a header and

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"memindex/internal/failpoint"
 )
 
 // SQL the writer runs, prepared once at Open on the single writer connection
@@ -266,6 +268,9 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 	for _, stage := range stages {
 		if err := stage.run(); err != nil {
 			return ApplyStats{}, err
+		}
+		if failpoint.Enabled && stage.name == "rechunk" { // tests only: build tag failpoints
+			failpoint.Inject(failpoint.MidTx)
 		}
 		if s.applyHook != nil {
 			if err := s.applyHook(stage.name); err != nil {

@@ -29,6 +29,14 @@
 // of another version (Config.OnReindex reports progress). Snippets and hits
 // always show the chunk's original text.
 //
+// Snapshots (snapshot.go): Shard.Snapshot and SnapshotFile write a
+// consistent copy of a shard with VACUUM INTO (one read transaction, so
+// batches keep committing) and describe it (applied sequence, vector space,
+// dims, schema and tokenizer versions, counts, SHA-256); VerifySnapshot
+// checks a copy before it replaces a shard (digest, integrity_check, FTS5
+// integrity-check, the worker's vector space, what it records). Moving the
+// file into place is the caller's (consumer.Snapshots).
+//
 // Invariants:
 //   - One Apply is one transaction: rows, FTS rows, vectors and the applied
 //     sequence commit together or not at all, and readers (WAL) never see
@@ -44,6 +52,14 @@
 //   - A chunk flagged with a vector has exactly one, in the table of the
 //     shard's vector mode; the other table holds none (a vec_chunks left
 //     behind in go-scan is stale and emptied when sqlite-vec returns).
+//
+// bench_hooks.go exports, for `memindex bench` only, the SQLite driver with
+// sqlite-vec (OpenSQLite), the dot product of the scan (Dot) and the vector
+// BLOB encoding, so other layouts can be compared with a shard on equal terms.
+//
+// CheckFile (integrity.go) checks a shard file without opening it as a
+// Shard: PRAGMA integrity_check and, unless read-only, FTS5's
+// integrity-check (for `memindex doctor`).
 //
 // It must not import NATS, the embedder, the chunker or the query package, and
 // it never logs or prints: errors are returned, wrapped once per layer.

@@ -31,6 +31,10 @@ var (
 	// ErrSchemaTooNew is returned by Open when the file records a migration
 	// this binary does not know: it was written by a newer version.
 	ErrSchemaTooNew = errors.New("schema is newer than this binary")
+	// ErrReadOnly is returned by Open with Config.ReadOnly when the file is
+	// missing or would need a write first (a migration, a keyword re-index):
+	// open it read-write once, e.g. by starting `memindex serve` on it.
+	ErrReadOnly = errors.New("shard cannot be opened read-only")
 	// ErrInvalidBatch is returned by Apply when a batch contradicts itself (a
 	// chunk whose namespace or session differs from its SessionChunks, an
 	// empty chunk id, a sequence beyond int64). Nothing is applied.
@@ -40,6 +44,10 @@ var (
 	ErrPartial = errors.New("partial result")
 	// ErrInconsistent is returned by Check when the shard's tables disagree.
 	ErrInconsistent = errors.New("shard is inconsistent")
+	// ErrSnapshot is returned by VerifySnapshot when a snapshot file is
+	// damaged (digest, integrity_check or FTS5 integrity-check fails) or
+	// does not record what its description says.
+	ErrSnapshot = errors.New("snapshot invalid")
 	// ErrClosed is returned by every method called after Close.
 	ErrClosed = errors.New("store closed")
 )

@@ -36,6 +36,14 @@ type Config struct {
 	// version (or before migration 0004), with the chunks done and the
 	// total; Open returns when it is complete. Use it to log progress.
 	OnReindex func(done, total int64)
+	// ReadOnly opens an existing file for reading only (SQLite mode=ro and
+	// query_only on every connection), for a process that searches shards
+	// another one writes: Open never writes, migrates, re-indexes, records
+	// Space or repairs vectors; it fails with ErrReadOnly when the file is
+	// missing or would need one of those writes first. Writes on such a
+	// shard fail. The vector index is loaded once at Open: reopen to see
+	// later writes.
+	ReadOnly bool
 }
 
 // Validate reports whether the configuration is usable.
@@ -94,6 +102,8 @@ type Shard struct {
 	vec atomic.Pointer[vecState]
 	// vecLoaded says sqlite-vec is loaded on the shard's connections.
 	vecLoaded bool
+	// readOnly: opened with Config.ReadOnly; w is a read-only connection.
+	readOnly bool
 
 	// writeMu serialises write transactions together with the in-memory
 	// index update that follows their commit, so index updates apply in
@@ -134,6 +144,9 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 		cfg.ReadConns = defaultReadConns
 	}
 	registerDriver()
+	if cfg.ReadOnly {
+		return openReadOnly(ctx, path, cfg)
+	}
 	common := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=on&_synchronous=NORMAL&_cache_size=-32000&_stmt_cache_size=32", busyTimeoutMS)
 	if cfg.NoSqliteVec {
 		common += "&" + noVecParam
@@ -304,7 +317,10 @@ func (s *Shard) Close(ctx context.Context) error {
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	_, optErr := s.w.ExecContext(ctx, `PRAGMA optimize`)
+	var optErr error
+	if !s.readOnly {
+		_, optErr = s.w.ExecContext(ctx, `PRAGMA optimize`)
+	}
 	if errors.Is(optErr, context.Canceled) || errors.Is(optErr, context.DeadlineExceeded) {
 		optErr = nil // optimize is best effort
 	}
@@ -370,4 +386,124 @@ func ReadSpace(ctx context.Context, path string) (space string, dims int, err er
 		}
 	}
 	return space, dims, rows.Err()
+}
+
+// openReadOnly opens an existing shard file with Config.ReadOnly: both
+// pools connect with mode=ro and query_only, and nothing is written. What a
+// read-write Open would change (migrations, keyword re-index, the recorded
+// space, vector repairs) is checked instead and reported with ErrReadOnly.
+func openReadOnly(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%s: %w: a read-only open never creates a file (%v)", path, ErrReadOnly, err)
+	}
+	params := fmt.Sprintf("mode=ro&_query_only=true&_busy_timeout=%d&_foreign_keys=on&_cache_size=-32000&_stmt_cache_size=32", busyTimeoutMS)
+	if cfg.NoSqliteVec {
+		params += "&" + noVecParam
+	}
+	s := &Shard{path: path, dims: cfg.Dims, readOnly: true, index: newVectorIndex(cfg.Dims), sizes: &nsSizes{}, df: newTermDF()}
+	defer func() {
+		if err != nil {
+			s.closeDBs()
+		}
+	}()
+	// w is a read-only connection too: the write methods fail on it.
+	if s.w, err = sql.Open(driverName, dsn(path, params)); err != nil {
+		return nil, err
+	}
+	s.w.SetMaxOpenConns(1)
+	s.w.SetMaxIdleConns(1)
+	if s.r, err = sql.Open(driverName, dsn(path, params)); err != nil {
+		return nil, err
+	}
+	s.r.SetMaxOpenConns(cfg.ReadConns)
+	s.r.SetMaxIdleConns(cfg.ReadConns)
+	s.r.SetConnMaxLifetime(0)
+	s.r.SetConnMaxIdleTime(0)
+	if err := verify(ctx, s.r, false); err != nil {
+		return nil, err
+	}
+	vecErr := errors.Join(vecAutoErr, probeVecModule(ctx, s.r))
+	s.vecLoaded = vecErr == nil
+	if err := checkMigrated(ctx, s.r); err != nil {
+		return nil, err
+	}
+	if err := checkDims(ctx, s.r, cfg.Dims); err != nil {
+		return nil, err
+	}
+	var v string
+	switch err := s.r.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'space'`).Scan(&v); {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return nil, fmt.Errorf("read vector space: %w", err)
+	case cfg.Space != "" && v != cfg.Space:
+		return nil, fmt.Errorf("file holds vectors of %s, config %s: %w", v, cfg.Space, ErrSpace)
+	}
+	var tok int64
+	if err := s.r.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'tokenizer'`).Scan(&tok); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("read tokenizer version: %w", err)
+	}
+	if tok != tokenizerVersion {
+		return nil, fmt.Errorf("keyword index is of tokenizer version %d, this binary uses %d and would re-index it: %w", tok, tokenizerVersion, ErrReadOnly)
+	}
+	plain, err := vecPlainFlag(ctx, s.r)
+	if err != nil {
+		return nil, fmt.Errorf("read vector mode: %w", err)
+	}
+	switch {
+	case plain:
+		s.vec.Store(&vecState{mode: VectorModeGoScan, reason: "vectors kept without sqlite-vec by the writer"})
+	case cfg.NoSqliteVec:
+		s.vec.Store(&vecState{mode: VectorModeGoScan, reason: reasonDisabled})
+	case vecErr != nil:
+		s.vec.Store(&vecState{mode: VectorModeGoScan, reason: "sqlite-vec unavailable: " + vecErr.Error()})
+	default:
+		s.vec.Store(&vecState{mode: VectorModeSqliteVec})
+	}
+	// Prepared on the read-only connection, the write statements fail when
+	// run: a write to this shard is an error, never a change.
+	if s.ws, err = prepareWriteStmts(ctx, s.w, s.vec.Load().plain()); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	if err := s.sizes.load(ctx, s.r); err != nil {
+		return nil, fmt.Errorf("load sizes: %w", err)
+	}
+	if err := s.loadIndex(ctx); err != nil {
+		return nil, fmt.Errorf("load vectors: %w", err)
+	}
+	return s, nil
+}
+
+// checkMigrated fails with ErrReadOnly when an embedded migration is not
+// recorded in the file, and with ErrSchemaTooNew when the file records one
+// this binary does not know.
+func checkMigrated(ctx context.Context, db *sql.DB) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	applied := map[int]bool{}
+	rows, err := db.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return fmt.Errorf("read schema version: %w: not a shard file, or never opened read-write (%v)", ErrReadOnly, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return err
+		}
+		applied[v] = true
+		if len(ms) > 0 && v > ms[len(ms)-1].version {
+			return fmt.Errorf("version %d: %w", v, ErrSchemaTooNew)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if !applied[m.version] {
+			return fmt.Errorf("migration %s is not applied: %w", m.name, ErrReadOnly)
+		}
+	}
+	return nil
 }

@@ -103,7 +103,7 @@ func (s *Shard) loadIndex(ctx context.Context) error {
 			delete(x.spaces, ns)
 		}
 	}
-	if len(orphans) == 0 && len(missing) == 0 {
+	if len(orphans) == 0 && len(missing) == 0 || s.readOnly { // read-only: a writer repairs
 		return nil
 	}
 	return s.repairVectors(ctx, orphans, missing)

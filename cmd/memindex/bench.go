@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -25,12 +26,17 @@ import (
 	"memindex/store"
 )
 
-// benchReport is what bench measures; --json prints it.
+// benchReport is what bench measures; --json prints it, and it is written
+// to report.json in --out.
 type benchReport struct {
-	Date    string         `json:"date"`
-	Machine string         `json:"machine"`
-	Ingest  []ingestFigure `json:"ingest"`
-	Search  []searchFigure `json:"search"`
+	Date        string              `json:"date"`
+	Machine     string              `json:"machine"`
+	Command     string              `json:"command"`
+	Ingest      []ingestFigure      `json:"ingest,omitempty"`
+	Stages      []stageFigure       `json:"stages,omitempty"`
+	Search      []searchFigure      `json:"search,omitempty"`
+	Concurrency []concurrencyFigure `json:"concurrency,omitempty"`
+	Vector      []vectorFigure      `json:"vector,omitempty"`
 }
 
 type ingestFigure struct {
@@ -53,18 +59,56 @@ type searchFigure struct {
 	Degraded int `json:"degraded"`
 }
 
+// benchSuites are the parts of the bench, in the order they run.
+var benchSuites = []string{"ingest", "stages", "search", "concurrency", "vector"}
+
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench", "[flags]")
+	suite := fs.String("suite", env("MEMINDEX_BENCH_SUITE", strings.Join(benchSuites, ",")), "parts to run, comma-separated: "+strings.Join(benchSuites, ", "))
 	locomo := fs.String("locomo", env("MEMINDEX_LOCOMO", "../shared/eval-data/locomo/locomo10.events.jsonl"), "LoCoMo events file; skipped when absent")
-	messages := fs.Int("messages", 100000, "messages in the generated ingest corpus (0 skips it)")
-	sizes := fs.String("search-chunks", "10000,100000", "namespace sizes (chunks) to measure search latency at; empty skips")
+	messages := fs.Int("messages", 100000, "messages in the generated ingest corpus (ingest and stages suites; 0 skips it)")
+	sizes := fs.String("search-chunks", "10000,100000", "namespace sizes (chunks) to measure search latency and concurrency at over NATS; empty skips")
 	queries := fs.Int("queries", 400, "search requests per size and mode")
 	modes := fs.String("modes", "hybrid,keyword,vector", "search modes to measure")
+	clients := fs.String("clients", "1,8,64", "concurrency suite: numbers of concurrent NATS clients")
+	concDur := fs.Duration("concurrency-duration", 5*time.Second, "concurrency suite: how long each number of clients searches")
+	vecSizes := fs.String("sizes", env("MEMINDEX_BENCH_SIZES", "10000,100000"), "vector suite: corpus sizes (vectors), e.g. 10000,100000,1000000")
+	vecQueries := fs.Int("vector-queries", 200, "vector suite: timed queries per variant and size")
+	vecBudget := fs.Duration("vector-budget", 60*time.Second, "vector suite: time budget of one variant's timed queries at one size; a slower variant runs fewer queries (at least 3)")
+	out := fs.String("out", env("MEMINDEX_BENCH_OUT", "bench-out"), "directory for report.json, tables.md and growth.png (and the vector data cache when --data is not set)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	keep := fs.String("data", "", "data directory (default: a temporary one, removed afterwards)")
+	keep := fs.String("data", "", "data directory (default: a temporary one, removed afterwards; the vector suite caches its files under it, or under --out/cache)")
+	cache := fs.String("cache", "", "vector suite: directory of its cached data files (default: vector-cache under --data, else cache under --out)")
+	render := fs.String("render", "", "measure nothing: merge these report.json files (comma-separated) and write their tables and plot to --out")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
+	}
+	if *render != "" {
+		return renderReports(strings.Split(*render, ","), *out, stdout)
+	}
+	run := map[string]bool{}
+	for _, s := range strings.Split(*suite, ",") {
+		s = strings.TrimSpace(s)
+		if !slices.Contains(benchSuites, s) {
+			return fmt.Errorf("--suite: unknown part %q; use a comma-separated list of %s", s, strings.Join(benchSuites, ", "))
+		}
+		run[s] = true
+	}
+	searchSizes, err := parseSizes("--search-chunks", *sizes)
+	if err != nil {
+		return err
+	}
+	vectorSizes, err := parseSizes("--sizes", *vecSizes)
+	if err != nil {
+		return err
+	}
+	levels, err := parseSizes("--clients", *clients)
+	if err != nil {
+		return err
+	}
+	if *vecQueries < 1 {
+		return fmt.Errorf("--vector-queries %d: want at least 1", *vecQueries)
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -77,7 +121,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
 	dir := *keep
+	cacheDir := filepath.Join(*out, "cache")
 	if dir == "" {
 		d, err := os.MkdirTemp("", "memindex-bench-")
 		if err != nil {
@@ -85,13 +133,71 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer os.RemoveAll(d)
 		dir = d
+	} else {
+		cacheDir = filepath.Join(dir, "vector-cache")
+	}
+	if *cache != "" {
+		cacheDir = *cache
 	}
 	say := func(format string, a ...any) {
 		if !*asJSON {
 			fmt.Fprintf(stderr, format+"\n", a...)
 		}
 	}
-	cfg := serveConfig{listen: "127.0.0.1:-1", data: dir, partitions: memindex.DefaultPartitions, provider: providerFlags{name: "builtin", dims: 384},
+	host, _ := os.Hostname()
+	rep := benchReport{Date: time.Now().UTC().Format(time.RFC3339), Machine: machineLine(host),
+		Command: "memindex bench " + strings.Join(args, " ")}
+
+	if run["ingest"] || run["search"] || run["concurrency"] {
+		if err := benchNode(ctx, dir, run, say, &rep, nodeBench{locomo: *locomo, messages: *messages, sizes: searchSizes,
+			queries: *queries, modes: *modes, clients: levels, concDur: *concDur}); err != nil {
+			return err
+		}
+	}
+	if run["stages"] && *messages > 0 {
+		say("stages: %d generated messages, each stage timed on its own …", *messages)
+		figs, err := benchStages(ctx, filepath.Join(dir, "stages"), *messages, say)
+		if err != nil {
+			return err
+		}
+		rep.Stages = figs
+	}
+	if run["vector"] {
+		say("vector: %v vectors, %d queries per variant …", vectorSizes, *vecQueries)
+		figs, err := runVectorSuite(ctx, vectorBenchConfig{Sizes: vectorSizes, Queries: *vecQueries, Budget: *vecBudget,
+			MinQueries: min(3, *vecQueries), CacheDir: cacheDir, Seed: 42, Log: say})
+		if err != nil {
+			return err
+		}
+		rep.Vector = figs
+	}
+	if err := writeBenchOutputs(*out, rep); err != nil {
+		return err
+	}
+	say("wrote %s", strings.Join([]string{filepath.Join(*out, "report.json"), filepath.Join(*out, "tables.md"), filepath.Join(*out, "growth.png")}, ", "))
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return writeTables(stdout, rep)
+}
+
+// nodeBench is what the suites that need a running node measure.
+type nodeBench struct {
+	locomo   string
+	messages int
+	sizes    []int
+	queries  int
+	modes    string
+	clients  []int
+	concDur  time.Duration
+}
+
+// benchNode starts a node in process and runs the ingest, search and
+// concurrency suites against it.
+func benchNode(ctx context.Context, dir string, run map[string]bool, say func(string, ...any), rep *benchReport, nb nodeBench) error {
+	cfg := serveConfig{listen: "127.0.0.1:-1", data: filepath.Join(dir, "node"), partitions: memindex.DefaultPartitions, provider: providerFlags{name: "builtin", dims: 384},
 		batch: 1000, embedBatch: 64, embedConc: 4, chunkTokens: 400, overlap: 60, worker: "bench", maxPending: 1024}
 	n, err := startNode(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -102,72 +208,97 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	go func() { done <- n.run(rctx) }()
 	defer func() { stop(); <-done }()
 
-	host, _ := os.Hostname()
-	rep := benchReport{Date: time.Now().UTC().Format(time.RFC3339), Machine: fmt.Sprintf("%s, %s/%s, %d CPUs, %s", host, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())}
-
-	if f, err := os.Open(*locomo); err == nil {
-		var lines [][]byte
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			lines = append(lines, append([]byte(nil), sc.Bytes()...))
+	if run["ingest"] {
+		if f, err := os.Open(nb.locomo); err == nil {
+			var lines [][]byte
+			sc := bufio.NewScanner(f)
+			sc.Buffer(make([]byte, 1<<20), 1<<20)
+			for sc.Scan() {
+				lines = append(lines, append([]byte(nil), sc.Bytes()...))
+			}
+			f.Close()
+			say("ingest: LoCoMo, %d messages …", len(lines))
+			fig, err := benchIngest(ctx, n, "locomo", lines, "bench-locomo")
+			if err != nil {
+				return err
+			}
+			rep.Ingest = append(rep.Ingest, fig)
+			say("  %.0f messages/s (%.2fs, %d chunks)", fig.PerSecond, fig.Seconds, fig.Chunks)
+		} else {
+			say("ingest: LoCoMo skipped (%v)", err)
 		}
-		f.Close()
-		say("ingest: LoCoMo, %d messages …", len(lines))
-		fig, err := benchIngest(ctx, n, "locomo", lines, "bench-locomo")
-		if err != nil {
-			return err
+		if nb.messages > 0 {
+			lines := generatedEvents(nb.messages)
+			say("ingest: generated, %d messages …", len(lines))
+			fig, err := benchIngest(ctx, n, fmt.Sprintf("generated-%d", nb.messages), lines, "")
+			if err != nil {
+				return err
+			}
+			rep.Ingest = append(rep.Ingest, fig)
+			say("  %.0f messages/s (%.2fs, %d chunks)", fig.PerSecond, fig.Seconds, fig.Chunks)
 		}
-		rep.Ingest = append(rep.Ingest, fig)
-		say("  %.0f messages/s (%.2fs, %d chunks)", fig.PerSecond, fig.Seconds, fig.Chunks)
-	} else {
-		say("ingest: LoCoMo skipped (%v)", err)
 	}
-	if *messages > 0 {
-		lines := generatedEvents(*messages)
-		say("ingest: generated, %d messages …", len(lines))
-		fig, err := benchIngest(ctx, n, fmt.Sprintf("generated-%d", *messages), lines, "")
-		if err != nil {
-			return err
-		}
-		rep.Ingest = append(rep.Ingest, fig)
-		say("  %.0f messages/s (%.2fs, %d chunks)", fig.PerSecond, fig.Seconds, fig.Chunks)
+	if !run["search"] && !run["concurrency"] {
+		return nil
 	}
-	for _, s := range strings.Split(*sizes, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		size, err := strconv.Atoi(s)
-		if err != nil {
-			return fmt.Errorf("--search-chunks %q: %w", s, err)
-		}
-		ns := "bench-search-" + s
+	for _, size := range nb.sizes {
+		ns := fmt.Sprintf("bench-search-%d", size)
 		say("search: filling namespace %s with %d chunks …", ns, size)
 		if err := fillNamespace(ctx, n, ns, size); err != nil {
 			return err
 		}
-		for _, mode := range strings.Split(*modes, ",") {
-			fig, err := benchSearch(ctx, n, ns, size, mode, *queries)
-			if err != nil {
-				return err
+		if run["search"] {
+			for _, mode := range strings.Split(nb.modes, ",") {
+				fig, err := benchSearch(ctx, n, ns, size, strings.TrimSpace(mode), nb.queries)
+				if err != nil {
+					return err
+				}
+				rep.Search = append(rep.Search, fig)
+				say("  %d chunks, %s: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms over %d queries", size, mode, fig.P50Ms, fig.P90Ms, fig.P99Ms, fig.Queries)
 			}
-			rep.Search = append(rep.Search, fig)
-			say("  %d chunks, %s: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms over %d queries", size, mode, fig.P50Ms, fig.P90Ms, fig.P99Ms, fig.Queries)
+		}
+		if run["concurrency"] {
+			for _, c := range nb.clients {
+				fig, err := benchConcurrency(ctx, n.url, ns, size, "hybrid", c, nb.concDur)
+				if err != nil {
+					return err
+				}
+				rep.Concurrency = append(rep.Concurrency, fig)
+				say("  %d chunks, %d clients: %.0f queries/s, p50 %.2f ms, p99 %.2f ms (%d queries, %d errors)", size, c, fig.PerSecond, fig.P50Ms, fig.P99Ms, fig.Queries, fig.Errors)
+			}
 		}
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	fmt.Fprintf(stdout, "memindex bench — %s — %s\n", rep.Date, rep.Machine)
-	for _, f := range rep.Ingest {
-		fmt.Fprintf(stdout, "ingest  %-18s %8d messages  %7.2fs  %9.0f msg/s  %7d chunks\n", f.Corpus, f.Messages, f.Seconds, f.PerSecond, f.Chunks)
-	}
-	for _, f := range rep.Search {
-		fmt.Fprintf(stdout, "search  %7d chunks  %-7s  p50 %6.2f ms  p90 %6.2f ms  p99 %6.2f ms  max %6.2f ms  (%d queries over NATS, %d degraded)\n", f.Chunks, f.Mode, f.P50Ms, f.P90Ms, f.P99Ms, f.MaxMs, f.Queries, f.Degraded)
-	}
 	return nil
+}
+
+// parseSizes parses a comma-separated list of positive integers (empty: none).
+func parseSizes(flag, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.ReplaceAll(f, "_", ""))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s: %q is not a positive integer; give a comma-separated list such as 10000,100000", flag, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// machineLine describes the machine: host, OS/arch, CPUs and model, Go.
+func machineLine(host string) string {
+	model := ""
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %s/%s, %d CPUs (%s), %s, dot %s", host, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), model, runtime.Version(), store.DotKind())
 }
 
 // generatedEvents returns n message events spread over 100 namespaces and

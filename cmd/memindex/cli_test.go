@@ -76,6 +76,17 @@ func TestCLIPublishSearchStatusDLQ(t *testing.T) {
 	if !strings.Contains(human, "chat/s1") {
 		t.Fatalf("search output %q, want the hit's session", human)
 	}
+	explained := run(func(b *bytes.Buffer) error {
+		return runSearch(ctx, append(srv, "--namespace", "demo", "--explain", "--updated-after", "2000-01-01T00:00:00Z", "Lisbon"), b)
+	})
+	for _, want := range []string{"stages:", "keyword", `MATCH "lisbon"`, "fusion", "hydrate", "rank 1"} {
+		if !strings.Contains(explained, want) {
+			t.Fatalf("search --explain output %q, want %q in it", explained, want)
+		}
+	}
+	if err := runSearch(ctx, append(srv, "--namespace", "demo", "--updated-after", "yesterday", "Lisbon"), &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "updatedAfter") {
+		t.Fatalf("search --updated-after yesterday = %v, want an error naming updatedAfter", err)
+	}
 
 	var hb bytes.Buffer
 	if err := runHealth(ctx, append(srv, "--json", "--fail-on-degraded"), &hb); err != nil {

@@ -23,11 +23,7 @@ import (
 // plannedNames are settings the deployments in ../../deployments use before
 // `memindex serve` registers them. Delete an entry when its flag lands; the
 // test logs the entries that exist already.
-var plannedNames = map[string]string{
-	// issue 5: workers of one group share the partitions through leases.
-	"--group":        "issue 5 (multi-worker ownership)",
-	"MEMINDEX_GROUP": "issue 5 (multi-worker ownership)",
-}
+var plannedNames = map[string]string{}
 
 const deploymentsDir = "../../deployments"
 

@@ -1,7 +1,17 @@
 // Command memindex is the one binary of memindex: serve (the worker),
 // publish, search, status, dlq and bench. It owns configuration (flags, then
-// environment, then defaults), wiring of the concrete types, logging and
-// shutdown order; logic worth a unit test lives in the packages it wires.
+// environment, then the YAML file of --config / MEMINDEX_CONFIG, then
+// defaults: config.go, which also prints `memindex config show` with each
+// value's source and secrets redacted), wiring of the concrete types, logging
+// and shutdown order; logic worth a unit test lives in the packages it wires.
+//
+// `memindex doctor` (doctor.go) checks a deployment from the outside: NATS
+// connectivity, JetStream, the streams' and consumers' configuration against
+// what consumer sets (consumer.EventStreamDrift and friends), the server's
+// sync_interval when a system user can see it, the shard files of --data
+// (store.CheckFile: read-only beside a live worker, which holds the data
+// directory's lock; never opened as shards, so nothing is migrated) and one
+// embedding from the configured provider; each failure says what to do.
 //
 // It also owns how memindex connects to NATS (connect.go: credentials, nkeys,
 // tokens, nats CLI contexts and TLS with no fallback to plaintext) and the
@@ -19,4 +29,11 @@
 // the node is connected, consuming, every partition bound, caught up within
 // --ready-lag and not rebuilding, and not draining (http.go). Metric labels
 // never carry a namespace.
+//
+// bench (bench*.go) measures in one run: ingest end to end and per stage,
+// search over NATS one request at a time and under 1, 8 and 64 concurrent
+// clients, and the vector leg four ways (the shard's in-memory scan, a bare
+// sqlite-vec vec0 table, JSON vectors decoded in process, a plain Go scan)
+// over the same seeded random vectors, whose files it caches between runs;
+// it writes report.json, tables.md and growth.png to --out.
 package main

@@ -199,7 +199,7 @@ func TestKillAndRestartIsExactlyOnce(t *testing.T) {
 	const partitions = 4
 	start := func() (*exec.Cmd, *bytes.Buffer) {
 		var logs bytes.Buffer
-		cmd := exec.Command(bin, "serve", "--server", srv.ClientURL(), "--data", data, "--partitions", fmt.Sprint(partitions),
+		cmd := exec.Command(bin, "serve", "--server", srv.ClientURL(), "--data", data, "--partition-count", fmt.Sprint(partitions),
 			"--worker", "victim", "--batch", "200", "--dims", "64")
 		cmd.Stdout, cmd.Stderr = &logs, &logs
 		if err := cmd.Start(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -138,10 +139,9 @@ func (n *node) openGeneration(ctx context.Context, name, space string, dims int,
 	if err := os.MkdirAll(g.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("shard directory: %w", err)
 	}
-	owned := make([]int, c.partitions)
-	seams := make(map[int]consumer.Shard, c.partitions)
-	for p := range c.partitions {
-		owned[p] = p
+	owned := n.own.initial // nil in a dynamic group: partitions come with leases
+	seams := make(map[int]consumer.Shard, len(owned))
+	for _, p := range owned {
 		sh, err := store.Open(ctx, shardPath(g.dir, p), store.Config{Dims: dims, Space: space, NoSqliteVec: c.noSqliteVec,
 			OnReindex: reindexProgress(n.log, p)})
 		if err != nil {
@@ -151,10 +151,12 @@ func (n *node) openGeneration(ctx context.Context, name, space string, dims int,
 	}
 	g.worker, err = consumer.New(n.js, consumer.Config{
 		Partitions:     owned,
-		ConsumerPrefix: consumerPrefix(name),
+		Dynamic:        c.group != "",
+		ConsumerPrefix: n.holderPrefix(name),
 		BatchSize:      c.batch,
 		Chunker:        chunker.Config{BudgetTokens: c.chunkTokens, OverlapTokens: c.overlap, ContextMessages: c.contextMsgs},
 		EmbedTimeout:   embedTimeout,
+		Limits:         c.limits.limits,
 		Logger:         n.log.With("generation", name),
 		Metrics:        n.metrics,
 		TracerProvider: c.tracer,
@@ -202,15 +204,34 @@ type spaceShard struct {
 // QueryEmbedder returns the embedder of the shard's vector space.
 func (s spaceShard) QueryEmbedder() embedder.Embedder { return s.emb }
 
-// route is what one partition's searches go to.
-type route struct{ searcher query.Searcher }
+// route is what one partition's searches go to, in generation gen.
+type route struct {
+	searcher query.Searcher
+	gen      *generation
+}
 
+// setRoute points partition p's searches at generation g; genMu is held.
 func (n *node) setRoute(p int, g *generation) {
-	var s query.Searcher = g.shards[p]
-	if g != n.newest() {
-		s = spaceShard{Shard: g.shards[p], emb: g.emb}
+	sh, ok := g.shards[p]
+	if !ok {
+		return
 	}
-	n.routes[p].Store(&route{searcher: s})
+	var s query.Searcher = sh
+	if g != n.newest() {
+		s = spaceShard{Shard: sh, emb: g.emb}
+	}
+	n.routes[p].Store(&route{searcher: s, gen: g})
+}
+
+// heldPartitions returns the partitions generation g holds shards of;
+// genMu is held.
+func (g *generation) heldPartitions() []int {
+	out := make([]int, 0, len(g.shards))
+	for p := range g.shards {
+		out = append(out, p)
+	}
+	sort.Ints(out)
+	return out
 }
 
 func (n *node) newest() *generation {
@@ -224,29 +245,45 @@ func (n *node) newest() *generation {
 // up with the serving one and holds every vector, then retires the old
 // generation. It returns when the switch is complete or ctx ends.
 func (n *node) switchOver(ctx context.Context) {
-	done := make(map[int]bool)
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
-	for len(done) < n.cfg.partitions {
+	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		for p := range n.cfg.partitions {
-			if done[p] {
+		// The partitions held now (a group member's come and go): each
+		// switches once caught up; the switch ends when all have.
+		n.genMu.RLock()
+		held := n.next.heldPartitions()
+		n.genMu.RUnlock()
+		left := 0
+		for _, p := range held {
+			if r := n.routes[p].Load(); r == nil || r.gen == n.next {
 				continue
 			}
 			oldApplied, _ := n.serving.worker.Applied(p)
 			newApplied, _ := n.next.worker.Applied(p)
-			st, err := n.next.shards[p].Stats(ctx)
-			if err != nil || newApplied < oldApplied || st.VectorsWaiting > 0 {
+			n.genMu.RLock()
+			sh := n.next.shards[p]
+			n.genMu.RUnlock()
+			if sh == nil {
 				continue
 			}
+			st, err := sh.Stats(ctx)
+			if err != nil || newApplied < oldApplied || st.VectorsWaiting > 0 {
+				left++
+				continue
+			}
+			n.genMu.RLock()
 			n.setRoute(p, n.next)
-			done[p] = true
+			n.genMu.RUnlock()
 			n.switched.Add(1)
 			n.log.Info("partition switched to the new vector space", "partition", p, "generation", n.next.name, "space", n.next.space)
+		}
+		if left == 0 && (len(held) > 0 || n.cfg.group != "") {
+			break
 		}
 	}
 	// Searches that started on the old shards finish before they close.
@@ -268,7 +305,7 @@ func (n *node) switchOver(ctx context.Context) {
 	n.serving, n.next = n.next, nil
 	n.genMu.Unlock()
 	old.closeShards(n)
-	for p := range n.cfg.partitions {
+	for p := range n.cfg.partitions { // every partition: a group member may have held others before
 		for _, suffix := range []string{"", "-wal", "-shm"} {
 			if err := os.Remove(shardPath(old.dir, p) + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 				n.log.Warn("remove an old shard file", "path", shardPath(old.dir, p)+suffix, "err", err)
@@ -290,7 +327,10 @@ func (n *node) switchStatus(ctx context.Context) *memindex.SwitchStatus {
 		return nil
 	}
 	var oldSum, newSum uint64
-	for p := range n.cfg.partitions {
+	n.genMu.RLock()
+	held := next.heldPartitions()
+	n.genMu.RUnlock()
+	for _, p := range held {
 		a, _ := old.worker.Applied(p)
 		b, _ := next.worker.Applied(p)
 		oldSum, newSum = oldSum+a, newSum+min(a, b)
@@ -299,7 +339,7 @@ func (n *node) switchStatus(ctx context.Context) *memindex.SwitchStatus {
 	if oldSum > 0 {
 		progress = float64(newSum) / float64(oldSum)
 	}
-	return &memindex.SwitchStatus{From: old.space, To: next.space, Partitions: n.cfg.partitions,
+	return &memindex.SwitchStatus{From: old.space, To: next.space, Partitions: len(held),
 		Switched: int(n.switched.Load()), Progress: progress}
 }
 
@@ -367,9 +407,11 @@ func (n *node) openGenerations(ctx, sctx context.Context, info embedder.Info) er
 			"from", oldSpace, "to", space, "generation", name)
 	}
 	n.routes = make([]atomic.Pointer[route], n.cfg.partitions)
-	for p := range n.cfg.partitions {
+	n.genMu.RLock()
+	for _, p := range n.own.initial {
 		n.setRoute(p, n.serving)
 	}
+	n.genMu.RUnlock()
 	return nil
 }
 
@@ -377,7 +419,7 @@ func (n *node) openGenerations(ctx, sctx context.Context, info embedder.Info) er
 func (n *node) shardsNow() map[int]*store.Shard {
 	n.genMu.RLock()
 	defer n.genMu.RUnlock()
-	return n.serving.shards
+	return maps.Clone(n.serving.shards)
 }
 
 // switching reports whether a new vector set is being built.

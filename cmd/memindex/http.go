@@ -112,7 +112,8 @@ func (n *node) handleReadyz(w http.ResponseWriter, r *http.Request) {
 
 // notReady returns, in words, why the node is not ready; none when it is:
 // started, not draining, connected to NATS, consuming, and every partition
-// bound, not rebuilding and within the lag budget (--ready-lag).
+// bound, not rebuilding, within the lag budget (--ready-lag), committing
+// its batches and without a stream gap (consumer/gap.go).
 func (n *node) notReady(ctx context.Context) []string {
 	if !n.started.Load() {
 		return []string{"starting"}
@@ -138,6 +139,12 @@ func (n *node) notReady(ctx context.Context) []string {
 		}
 		if consuming && !p.Bound {
 			problems = append(problems, "consumer not bound (retrying after an error)")
+		}
+		if p.Gap != "" {
+			problems = append(problems, "stream gap: "+p.Gap)
+		}
+		if p.ApplyErr != "" {
+			problems = append(problems, "batches fail to commit (retried, not acknowledged): "+p.ApplyErr)
 		}
 		if p.Rebuilding() {
 			problems = append(problems, fmt.Sprintf("rebuilding from the stream (applied sequence %d of %d)", p.Applied, p.RebuildTarget))

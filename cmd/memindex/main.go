@@ -23,13 +23,21 @@ Usage:
   memindex status                          ask the running workers how they are
   memindex health                          probe: ok, degraded or down per worker (exit 1 when down)
   memindex dlq list|show SEQ|replay SEQ    see and re-publish dead-lettered events
-  memindex rebuild --partition N | --all   drop shards of a stopped worker; the next serve rebuilds them from the stream
+  memindex rebuild --partition N [--from-snapshot]
+                                           rebuild a stopped worker's shard from the stream (or its newest snapshot, then the stream)
+  memindex rebuild --all                   drop every shard of a stopped worker; the next serve rebuilds them from the stream
+  memindex snapshot --partition N | --all  snapshot shards to the MEMINDEX_SNAPSHOTS object store now
   memindex bench   [flags]                 measure ingest rate and search latency
   memindex eval    [flags]                 measure retrieval quality on LoCoMo (rec@k, hit@k, MRR)
+  memindex doctor  [--data DIR] [flags]    check NATS, streams, consumers, shards and the provider; say what to fix (exit 1 on a failure)
+  memindex config show [--config FILE] [serve flags] [--json]
+                                           the effective serve configuration, where each value comes from, secrets redacted
   memindex version
 
 Run 'memindex COMMAND -h' for a command's flags. Connection settings take the
 names NATS users know: --server / NATS_URL, --creds / NATS_CREDS, --context.
+Settings: command-line flag > environment variable > --config FILE (YAML,
+MEMINDEX_CONFIG; keys are flag names, e.g. chunk-tokens: 64) > default.
 `
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -61,10 +69,16 @@ func main() {
 		err = runDLQ(ctx, args, os.Stdin, os.Stdout)
 	case "rebuild":
 		err = runRebuild(ctx, args, os.Stdout)
+	case "snapshot":
+		err = runSnapshot(ctx, args, os.Stdout)
 	case "bench":
 		err = runBench(ctx, args, os.Stdout, os.Stderr)
 	case "eval":
 		err = runEval(ctx, args, os.Stdout, os.Stderr)
+	case "config":
+		err = runConfig(ctx, args, os.Stdout)
+	case "doctor":
+		err = runDoctor(ctx, args, os.Stdout)
 	case "version", "--version", "-v":
 		fmt.Println("memindex", version)
 	case "help", "-h", "--help":
@@ -122,19 +136,30 @@ func isTerminal(w io.Writer) bool {
 
 // parseArgs parses flags that may stand before, between or after the
 // positional arguments, and leaves the positional ones in positional.
+// It then applies the --config file (config.go) to the flags that neither
+// the command line nor the environment set; keys of serve that fs does not
+// have are left alone, so one file serves every command.
 func parseArgs(fs *flag.FlagSet, args []string) (positional []string, err error) {
+	if !configSkip[fs.Name()] {
+		addConfigFlag(fs)
+	}
 	for {
 		if err := fs.Parse(args); err != nil {
 			return nil, err
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
-			return positional, nil
+			break
 		}
 		if rest[0] == "--" {
-			return append(positional, rest[1:]...), nil
+			positional = append(positional, rest[1:]...)
+			break
 		}
 		positional = append(positional, rest[0])
 		args = rest[1:]
 	}
+	if _, err := applyConfig(fs, serveKnows()); err != nil {
+		return nil, err
+	}
+	return positional, nil
 }

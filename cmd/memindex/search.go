@@ -30,7 +30,8 @@ func runSearch(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&req.Fusion, "fusion", memindex.FusionRRF, "rrf or weighted")
 	fs.StringVar(&req.After, "after", "", "only chunks at or after this RFC 3339 time")
 	fs.StringVar(&req.Before, "before", "", "only chunks before this RFC 3339 time")
-	fs.BoolVar(&req.Explain, "explain", false, "show per-leg scores and ranks")
+	fs.StringVar(&req.UpdatedAfter, "updated-after", "", "only hits last written at or after this RFC 3339 time (a record's or file's last upsert)")
+	fs.BoolVar(&req.Explain, "explain", false, "show per-leg scores and ranks, and what each stage of the search did")
 	fs.BoolVar(&req.MMR, "mmr", false, "re-rank by maximal marginal relevance (fewer near-duplicate hits)")
 	fs.Float64Var(&req.MMRLambda, "mmr-lambda", 0, "with --mmr: relevance vs novelty, 0..1 (0: 0.7)")
 	fs.Float64Var(&req.HalfLifeHours, "half-life", 0, "decay older session and record hits by half every so many hours (0: off)")
@@ -40,6 +41,9 @@ func runSearch(ctx context.Context, args []string, stdout io.Writer) error {
 		return nil
 	})
 	asJSON := fs.Bool("json", false, "print the response as JSON")
+	backend := fs.String("backend", env("MEMINDEX_BACKEND", query.BackendRemote), "where to search: remote (the workers over NATS), local (shard files, read-only), qmd or none (MEMINDEX_BACKEND)")
+	localPath := fs.String("local", env("MEMINDEX_LOCAL", ""), "for --backend or --fallback local: a data directory or a shard file (MEMINDEX_LOCAL)")
+	fallback := fs.String("fallback", env("MEMINDEX_FALLBACK", query.BackendNone), "backend that answers when --backend fails: local, qmd or none (MEMINDEX_FALLBACK)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -52,14 +56,9 @@ func runSearch(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := req.Normalize(); err != nil {
 		return err
 	}
-	nc, err := conn.connect("memindex search")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
 	ctx, cancel := context.WithTimeout(ctx, conn.timeout)
 	defer cancel()
-	resp, err := query.NewClient(nc).Search(ctx, req)
+	resp, err := searchWith(ctx, &conn, req, *backend, *fallback, *localPath)
 	if err != nil {
 		return err
 	}
@@ -72,8 +71,74 @@ func runSearch(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
+// searchWith answers req through query.Open with the backend and
+// fallback the flags chose. A remote backend that cannot connect falls
+// back at once (the response says why), when a fallback is set.
+func searchWith(ctx context.Context, conn *connFlags, req memindex.SearchRequest, backend, fallback, localPath string) (memindex.SearchResponse, error) {
+	cfgFor := func(name string) (query.Config, error) {
+		c := query.Config{Backend: name}
+		switch name {
+		case query.BackendLocal:
+			if localPath == "" {
+				return c, errors.New("--local PATH is required with local (a data directory or a shard file)")
+			}
+			c.Local.Path = localPath
+		case query.BackendRemote, query.BackendQMD, query.BackendNone:
+		default:
+			return c, fmt.Errorf("%q is not one of remote, local, qmd, none", name)
+		}
+		return c, nil
+	}
+	cfg, err := cfgFor(backend)
+	if err != nil {
+		return memindex.SearchResponse{}, fmt.Errorf("--backend: %w", err)
+	}
+	if fallback != "" && fallback != query.BackendNone {
+		if fallback == backend {
+			return memindex.SearchResponse{}, fmt.Errorf("--fallback %s is the --backend too: choose another or none", fallback)
+		}
+		fc, err := cfgFor(fallback)
+		if err != nil {
+			return memindex.SearchResponse{}, fmt.Errorf("--fallback: %w", err)
+		}
+		cfg.Fallback = &fc
+	}
+	var connErr error
+	if backend == query.BackendRemote {
+		nc, err := conn.connect("memindex search")
+		switch {
+		case err == nil:
+			defer nc.Close()
+			cfg.Remote.Conn = nc
+		case cfg.Fallback == nil:
+			return memindex.SearchResponse{}, err
+		default:
+			connErr, cfg = err, *cfg.Fallback
+		}
+	}
+	m, err := query.Open(ctx, cfg)
+	if err != nil {
+		return memindex.SearchResponse{}, err
+	}
+	defer m.Close(context.WithoutCancel(ctx))
+	resp, err := m.Search(ctx, req)
+	if err == nil && connErr != nil {
+		resp.Fallback = &memindex.FallbackInfo{From: query.BackendRemote, Reason: connErr.Error()}
+	}
+	if err != nil && connErr != nil {
+		return resp, fmt.Errorf("%w; fallback %s: %w", connErr, cfg.Backend, err)
+	}
+	return resp, err
+}
+
 func printSearch(w io.Writer, r memindex.SearchResponse, explain bool) {
 	fmt.Fprintf(w, "%d hits in %s (partition %d, applied seq %d, %.1f ms)\n", len(r.Hits), r.Namespace, r.Partition, r.AppliedSeq, r.TookMs)
+	if r.Backend != "" {
+		fmt.Fprintf(w, "backend: %s\n", r.Backend)
+	}
+	if r.Fallback != nil {
+		fmt.Fprintf(w, "fallback: %s did not answer: %s\n", r.Fallback.From, r.Fallback.Reason)
+	}
 	for _, d := range r.Degraded {
 		fmt.Fprintf(w, "degraded: %s\n", d)
 	}
@@ -82,6 +147,16 @@ func printSearch(w io.Writer, r memindex.SearchResponse, explain bool) {
 	}
 	if r.VectorFallback != "" {
 		fmt.Fprintf(w, "vector leg: %s\n", r.VectorFallback)
+	}
+	if explain && len(r.Explain) > 0 {
+		fmt.Fprintln(w, "stages:")
+		for _, st := range r.Explain {
+			fmt.Fprintf(w, "  %-10s %4d -> %-4d %s", st.Stage, st.In, st.Out, st.Detail)
+			if st.TookMs > 0 {
+				fmt.Fprintf(w, " (%.1f ms)", st.TookMs)
+			}
+			fmt.Fprintln(w)
+		}
 	}
 	for i, h := range r.Hits {
 		where := h.SessionKey + "/" + h.SessionID
@@ -96,7 +171,14 @@ func printSearch(w io.Writer, r memindex.SearchResponse, explain bool) {
 		fmt.Fprintf(w, "\n%2d. %.3f  %s  %s\n", i+1, h.Score, where, h.Timestamp)
 		if explain && h.Scores != nil {
 			tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
-			fmt.Fprintf(tw, "    vector %.3f (rank %d)\tkeyword %.3f (rank %d)\t%s\n", h.Scores.Vector, h.Scores.VectorRank, h.Scores.Keyword, h.Scores.KeywordRank, h.Scores.Fusion)
+			fmt.Fprintf(tw, "    vector %.3f (rank %d)\tkeyword %.3f (rank %d)\t%s", h.Scores.Vector, h.Scores.VectorRank, h.Scores.Keyword, h.Scores.KeywordRank, h.Scores.Fusion)
+			if h.Scores.Decay > 0 {
+				fmt.Fprintf(tw, "\tdecay ×%.3f", h.Scores.Decay)
+			}
+			if h.Scores.MMRRank > 0 {
+				fmt.Fprintf(tw, "\tmmr #%d", h.Scores.MMRRank)
+			}
+			fmt.Fprintln(tw)
 			tw.Flush()
 		}
 		fmt.Fprintf(w, "    %s\n", strings.ReplaceAll(h.Snippet, "\n", "\n    "))
@@ -166,6 +248,9 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 		if hidden > 0 {
 			fmt.Fprintf(stdout, "(%d empty partitions not shown; --all shows them)\n", hidden)
 		}
+	}
+	if len(sts) > 1 || sts[0].Group != "" {
+		printCluster(stdout, sts) // ownership.go: owners, replicas, lag, leases
 	}
 	return nil
 }

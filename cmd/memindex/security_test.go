@@ -504,7 +504,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	env := append(os.Environ(), "NATS_USER=", "NATS_PASSWORD=", "OPENAI_API_KEY="+apiKey, "NATS_TOKEN=")
 	workerURL := "nats://worker:" + password + "@" + strings.TrimPrefix(s.ClientURL(), "nats://")
 	var logs syncBuffer
-	cmd := exec.Command(bin, "serve", "--server", workerURL, "--data", t.TempDir(), "--partitions", "2", "--worker", "sentinel",
+	cmd := exec.Command(bin, "serve", "--server", workerURL, "--data", t.TempDir(), "--partition-count", "2", "--worker", "sentinel",
 		"--embedder", "openai", "--base-url", provider.URL, "--model", "tiny", "--dims", "8", "--embed-retries", "5",
 		"--log-level", "debug", "--log-format", "json")
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, &logs, &logs

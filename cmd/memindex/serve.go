@@ -34,11 +34,17 @@ var (
 )
 
 type serveConfig struct {
-	conn        connFlags
-	listen      string
-	auth        bool // embedded server: require the credentials in data/auth
-	data        string
-	partitions  int
+	conn       connFlags
+	listen     string
+	auth       bool // embedded server: require the credentials in data/auth
+	data       string
+	partitions int // P: the stream's partition count (--partition-count)
+	// Ownership (ownership.go): the static owned set (--partitions), or the
+	// dynamic group, holders per partition and lease TTL.
+	owned       string
+	group       string
+	replicas    int
+	leaseTTL    time.Duration
 	provider    providerFlags
 	cacheMax    int64
 	rateLimit   embedder.RateLimitConfig
@@ -57,6 +63,7 @@ type serveConfig struct {
 	logFormat   string
 	searchPool  int
 	maxPending  int
+	limits      limitFlags // limits.go
 
 	// Observability (http.go, telemetry.go): the HTTP endpoints' address
 	// and whether it was asked for, the readiness lag budget, and the
@@ -66,7 +73,10 @@ type serveConfig struct {
 	readyLag     int
 	tracer       trace.TracerProvider
 
-	noSqliteVec bool // --sqlite-vec=false: shards keep vectors without sqlite-vec (go-scan)
+	noSqliteVec      bool          // --sqlite-vec=false: shards keep vectors without sqlite-vec (go-scan)
+	snapshotInterval time.Duration // --snapshot-interval: periodic shard snapshots (snapshot.go); 0 off
+
+	streamReplicas int // --stream-replicas: consumer.StreamConfig.Replicas (0 keeps the stream's, 1 for a new one)
 }
 
 func runServe(ctx context.Context, args []string) error {
@@ -78,7 +88,12 @@ func runServe(ctx context.Context, args []string) error {
 	authEnv, authErr := envBool("MEMINDEX_AUTH")
 	fs.BoolVar(&c.auth, "auth", authEnv, "embedded NATS server: require authentication with nkeys generated under DATA/auth on first start, reused after (MEMINDEX_AUTH)")
 	fs.StringVar(&c.data, "data", env("MEMINDEX_DATA", "./data"), "data directory: shards, embedding cache, embedded NATS store (MEMINDEX_DATA)")
-	fs.IntVar(&c.partitions, "partitions", envInt("MEMINDEX_PARTITIONS", 0), "partitions P of a new stream (0: the existing stream's, or 16); fixed for the life of the stream (MEMINDEX_PARTITIONS)")
+	fs.IntVar(&c.partitions, "partition-count", envInt("MEMINDEX_PARTITION_COUNT", 0), "partition count P of a new stream (0: the existing stream's, or 16); fixed for the life of the stream (MEMINDEX_PARTITION_COUNT)")
+	fs.StringVar(&c.owned, "partitions", env("MEMINDEX_PARTITIONS", "all"), "partitions this worker owns: all, or a list like 0-7 or 0,3,5-6; searches of the others are forwarded to their owners (MEMINDEX_PARTITIONS)")
+	fs.StringVar(&c.group, "group", env("MEMINDEX_GROUP", ""), "dynamic group: workers of one group share the partitions through leases in a NATS KV bucket, and take over a stopped or dead worker's (MEMINDEX_GROUP)")
+	fs.IntVar(&c.replicas, "replicas", envInt("MEMINDEX_REPLICAS", 1), "workers of the group holding each partition, each in its own shard file; searches are balanced over the ready ones (MEMINDEX_REPLICAS)")
+	fs.DurationVar(&c.leaseTTL, "lease-ttl", envDuration("MEMINDEX_LEASE_TTL", consumer.DefaultLeaseTTL), "partition lease TTL in a group: a dead worker's partitions move after it; a worker stops writing TTL/2 after its last renewal (MEMINDEX_LEASE_TTL)")
+	fs.IntVar(&c.streamReplicas, "stream-replicas", envInt("MEMINDEX_STREAM_REPLICAS", 0), "replicas of the event and dead-letter streams: 3 on a 3-node JetStream cluster, 1 on a single server; 0 keeps the existing streams' (1 for new ones); never lowered (MEMINDEX_STREAM_REPLICAS)")
 	c.provider.register(fs)
 	fs.Float64Var(&c.rrfVector, "rrf-vector-weight", 0, "weight of the vector leg in RRF fusion; 0: 0.3 with the built-in embedder (a lexical model, weaker than BM25 with context: BENCHMARKS.md), 1 with a provider's model")
 	fs.Float64Var(&c.rrfKeyword, "rrf-keyword-weight", 1, "weight of the keyword leg in RRF fusion")
@@ -99,10 +114,15 @@ func runServe(ctx context.Context, args []string) error {
 	fs.StringVar(&c.logFormat, "log-format", env("MEMINDEX_LOG_FORMAT", "text"), "text or json (MEMINDEX_LOG_FORMAT)")
 	fs.IntVar(&c.searchPool, "search-workers", envInt("MEMINDEX_SEARCH_WORKERS", 0), "searches run at once; 0 = 2 × CPUs (MEMINDEX_SEARCH_WORKERS)")
 	fs.IntVar(&c.maxPending, "search-pending", envInt("MEMINDEX_SEARCH_PENDING", 256), "searches queued before 429 (MEMINDEX_SEARCH_PENDING)")
+	fs.DurationVar(&c.snapshotInterval, "snapshot-interval", envDuration("MEMINDEX_SNAPSHOT_INTERVAL", defaultSnapshotInterval), "how often the shards this worker owns are snapshotted to the MEMINDEX_SNAPSHOTS object store (a new or lost shard then restores from it and replays only the events after it); 0: off (MEMINDEX_SNAPSHOT_INTERVAL)")
 	registerHTTPFlags(fs, &c)
+	c.limits.register(fs)
 	sqliteVecEnv, sqliteVecErr := envBool("MEMINDEX_SQLITE_VEC")
 	sqliteVec := fs.Bool("sqlite-vec", sqliteVecEnv || os.Getenv("MEMINDEX_SQLITE_VEC") == "", "keep vectors in sqlite-vec's vec0 table; false keeps them in a plain table searched by the in-process Go scan, as when sqlite-vec fails (status and health then say go-scan) (MEMINDEX_SQLITE_VEC)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(ctx, fs, args); err != nil { // flags > env > --config file > defaults (config.go)
+		return err
+	}
+	if err := c.limits.validate(); err != nil {
 		return err
 	}
 	c.contextMsgs = contextMessages(c.contextMsgs)
@@ -155,6 +175,7 @@ type node struct {
 	cache    *store.Cache
 	cached   *embedder.Cached
 	breaker  *embedder.Breaker // nil for the built-in embedder
+	own      ownership         // ownership.go
 	// serving is the generation searches use; next, when not nil, is being
 	// built for another vector space (see generation.go). genMu guards both.
 	genMu    sync.RWMutex
@@ -231,10 +252,16 @@ func startNode(ctx context.Context, c serveConfig, log *slog.Logger) (_ *node, e
 	}
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if c.partitions, err = consumer.EnsureStreams(sctx, n.js, consumer.StreamConfig{Partitions: c.partitions}); err != nil {
+	if c.partitions, err = consumer.EnsureStreams(sctx, n.js, consumer.StreamConfig{Partitions: c.partitions, Replicas: c.streamReplicas}); err != nil {
+		if errors.Is(err, consumer.ErrReplicasReduced) || errors.Is(err, consumer.ErrReplicasUnavailable) {
+			return nil, fmt.Errorf("--stream-replicas %d (MEMINDEX_STREAM_REPLICAS): %w", c.streamReplicas, err)
+		}
 		return nil, err
 	}
 	n.cfg.partitions = c.partitions
+	if err := n.initOwnership(); err != nil {
+		return nil, err
+	}
 
 	if n.cache, err = store.OpenCacheWith(ctx, filepath.Join(c.data, "cache.db"), store.CacheConfig{MaxBytes: c.cacheMax}); err != nil {
 		return nil, err
@@ -258,14 +285,31 @@ func startNode(ctx context.Context, c serveConfig, log *slog.Logger) (_ *node, e
 		if p >= len(n.routes) {
 			return nil, p, query.ErrNotOwned
 		}
-		return n.routes[p].Load().searcher, p, nil
+		r := n.routes[p].Load()
+		if r == nil {
+			return nil, p, n.notHeld(p)
+		}
+		return r.searcher, p, nil
 	})
 	engine := query.NewEngine(query.EngineConfig{RRFK: rrfK(c.rrfK, info), RRFVectorWeight: rrfVectorWeight(c.rrfVector, info), RRFKeywordWeight: c.rrfKeyword}, router, n.cached)
 	n.svc, err = query.NewService(n.nc, query.ServiceConfig{
 		Version: serviceVersion, Workers: c.searchPool, MaxPending: c.maxPending, Worker: c.worker,
 		Metrics: n.metrics, TracerProvider: c.tracer,
+		Limits: c.limits.limits, RatePerNamespace: c.limits.rate,
+		Partitions: c.partitions, Holds: n.holds,
 	}, engine, n.status)
 	if err != nil {
+		return nil, err
+	}
+	if c.group != "" {
+		err = n.startLeaser(sctx)
+	} else {
+		err = n.serveStatic()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := n.startSnapshots(ctx); err != nil { // snapshot.go
 		return nil, err
 	}
 	n.started.Store(true)
@@ -290,6 +334,7 @@ func (n *node) status(ctx context.Context) memindex.StatusResponse {
 		Partitions: parts, Switch: n.switchStatus(ctx),
 	}
 	resp.DLQ = resp.Total().DLQ
+	n.ownershipStatus(&resp)
 	if n.breaker != nil {
 		bs := n.breaker.State()
 		resp.Embedder.Breaker, resp.Embedder.BreakerOpens = bs.State, bs.Opens
@@ -306,6 +351,9 @@ func (n *node) status(ctx context.Context) memindex.StatusResponse {
 // stops.
 func (n *node) run(ctx context.Context) error {
 	n.serving.run(ctx)
+	n.runLeaser(ctx)
+	readyDone := make(chan struct{})
+	go func() { defer close(readyDone); n.watchReady(ctx) }() // waited for below
 	switchDone := make(chan struct{})
 	if n.next != nil {
 		n.next.run(ctx)
@@ -315,6 +363,10 @@ func (n *node) run(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	n.draining.Store(true)
+	// A group member hands its partitions over first: each stops after
+	// committing its batch in hand, then its lease is released.
+	<-n.own.leaserDone
+	<-readyDone
 	<-switchDone
 	n.genMu.RLock()
 	gens := []*generation{n.serving, n.next}

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+)
+
+// writeBenchOutputs writes report.json, tables.md and growth.png to dir.
+func writeBenchOutputs(dir string, rep benchReport) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	var md bytes.Buffer
+	if err := writeTables(&md, rep); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tables.md"), md.Bytes(), 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "growth.png"))
+	if err != nil {
+		return err
+	}
+	if err := writePlot(f, "MEMINDEX BENCH "+rep.Date, growthPanels(rep)); err != nil {
+		f.Close()
+		return fmt.Errorf("growth.png: %w", err)
+	}
+	return f.Close()
+}
+
+// writeTables prints every part of the report as markdown tables, then the
+// growth tables (each figure by corpus size).
+func writeTables(w io.Writer, rep benchReport) error {
+	fmt.Fprintf(w, "`%s` — %s — %s\n\n", rep.Command, rep.Date, rep.Machine)
+	if len(rep.Ingest) > 0 {
+		fmt.Fprintln(w, "Ingest end to end (publish over NATS to the last commit):")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| corpus | messages | chunks | seconds | messages/s |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
+		for _, f := range rep.Ingest {
+			fmt.Fprintf(w, "| %s | %s | %s | %.2f | %s |\n", f.Corpus, benchThousands(f.Messages), benchThousands(int(f.Chunks)), f.Seconds, benchThousands(int(f.PerSecond)))
+		}
+		fmt.Fprintln(w)
+	}
+	if len(rep.Stages) > 0 {
+		fmt.Fprintln(w, "Ingest per stage (each stage alone over the whole corpus, one goroutine):")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| stage | in | out | seconds | messages/s |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
+		for _, f := range rep.Stages {
+			fmt.Fprintf(w, "| %s | %s | %s | %.2f | %s |\n", f.Stage, benchThousands(f.In), benchThousands(f.Out), f.Seconds, benchThousands(int(f.MessagesPerSecond)))
+		}
+		fmt.Fprintln(w)
+	}
+	if len(rep.Search) > 0 {
+		fmt.Fprintln(w, "Search over NATS, one request at a time:")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| chunks | mode | queries | p50 ms | p90 ms | p99 ms | max ms | degraded |")
+		fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|")
+		for _, f := range rep.Search {
+			fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %d |\n", benchThousands(f.Chunks), f.Mode, f.Queries, benchMs(f.P50Ms), benchMs(f.P90Ms), benchMs(f.P99Ms), benchMs(f.MaxMs), f.Degraded)
+		}
+		fmt.Fprintln(w)
+	}
+	if len(rep.Concurrency) > 0 {
+		fmt.Fprintln(w, "Search throughput over NATS under concurrency (each client one request at a time, as fast as answers come):")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| chunks | mode | clients | seconds | queries | errors | queries/s | p50 ms | p99 ms |")
+		fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+		for _, f := range rep.Concurrency {
+			fmt.Fprintf(w, "| %s | %s | %d | %.1f | %d | %d | %s | %s | %s |\n", benchThousands(f.Chunks), f.Mode, f.Clients, f.Seconds, f.Queries, f.Errors, benchThousands(int(f.PerSecond)), benchMs(f.P50Ms), benchMs(f.P99Ms))
+		}
+		fmt.Fprintln(w)
+	}
+	if len(rep.Vector) > 0 {
+		fmt.Fprintln(w, "Vector leg, four ways over the same seeded random 384-dim unit vectors (k = 10):")
+		fmt.Fprintln(w)
+		writeVectorTable(w, rep.Vector)
+		fmt.Fprintln(w)
+		writeGrowthTables(w, rep)
+	}
+	return nil
+}
+
+// writeGrowthTables prints one table per vector figure: sizes down, variants
+// across.
+func writeGrowthTables(w io.Writer, rep benchReport) {
+	sizes, variants := vectorAxes(rep.Vector)
+	if len(sizes) < 2 {
+		return
+	}
+	at := map[[2]string]vectorFigure{}
+	for _, f := range rep.Vector {
+		at[[2]string{strconv.Itoa(f.Size), f.Variant}] = f
+	}
+	for _, m := range []struct {
+		title string
+		val   func(vectorFigure) string
+	}{
+		{"p50 ms", func(f vectorFigure) string { return benchMs(f.P50Ms) }},
+		{"p99 ms", func(f vectorFigure) string { return benchMs(f.P99Ms) }},
+		{"bytes on disk", func(f vectorFigure) string {
+			if f.DiskBytes == 0 {
+				return "—"
+			}
+			return benchBytes(f.DiskBytes)
+		}},
+		{"RSS growth", func(f vectorFigure) string { return benchBytes(f.RSSBytes) }},
+	} {
+		fmt.Fprintf(w, "Growth, vector leg %s:\n\n| vectors |", m.title)
+		for _, v := range variants {
+			fmt.Fprintf(w, " %s |", v)
+		}
+		fmt.Fprint(w, "\n|---:|")
+		for range variants {
+			fmt.Fprint(w, "---:|")
+		}
+		fmt.Fprintln(w)
+		for _, s := range sizes {
+			fmt.Fprintf(w, "| %s |", benchThousands(s))
+			for _, v := range variants {
+				if f, ok := at[[2]string{strconv.Itoa(s), v}]; ok {
+					fmt.Fprintf(w, " %s |", m.val(f))
+				} else {
+					fmt.Fprint(w, " |")
+				}
+			}
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// vectorAxes returns the sizes (ascending) and variants (first-seen order)
+// of figs.
+func vectorAxes(figs []vectorFigure) (sizes []int, variants []string) {
+	for _, f := range figs {
+		if !slices.Contains(sizes, f.Size) {
+			sizes = append(sizes, f.Size)
+		}
+		if !slices.Contains(variants, f.Variant) {
+			variants = append(variants, f.Variant)
+		}
+	}
+	slices.Sort(sizes)
+	return sizes, variants
+}
+
+// growthPanels turns the report into the panels of growth.png.
+func growthPanels(rep benchReport) []plotPanel {
+	var panels []plotPanel
+	if len(rep.Vector) > 0 {
+		_, variants := vectorAxes(rep.Vector)
+		series := func(val func(vectorFigure) float64, skip string) []plotSeries {
+			var out []plotSeries
+			for _, v := range variants {
+				if v == skip {
+					continue
+				}
+				s := plotSeries{Name: v}
+				for _, f := range rep.Vector {
+					if f.Variant == v {
+						s.X, s.Y = append(s.X, float64(f.Size)), append(s.Y, val(f))
+					}
+				}
+				out = append(out, s)
+			}
+			return out
+		}
+		panels = append(panels,
+			plotPanel{Title: "VECTOR LEG P50 MS", Series: series(func(f vectorFigure) float64 { return f.P50Ms }, "")},
+			plotPanel{Title: "VECTOR LEG P99 MS", Series: series(func(f vectorFigure) float64 { return f.P99Ms }, "")},
+			plotPanel{Title: "BYTES ON DISK, MIB", Series: series(func(f vectorFigure) float64 { return float64(f.DiskBytes) / (1 << 20) }, variantGoScan)},
+			plotPanel{Title: "RSS GROWTH, MIB", Series: series(func(f vectorFigure) float64 { return float64(f.RSSBytes) / (1 << 20) }, "")},
+		)
+	}
+	if len(rep.Search) > 0 {
+		var modes []string
+		for _, f := range rep.Search {
+			if !slices.Contains(modes, f.Mode) {
+				modes = append(modes, f.Mode)
+			}
+		}
+		var ss []plotSeries
+		for _, m := range modes {
+			s := plotSeries{Name: m + " p50"}
+			for _, f := range rep.Search {
+				if f.Mode == m {
+					s.X, s.Y = append(s.X, float64(f.Chunks)), append(s.Y, f.P50Ms)
+				}
+			}
+			ss = append(ss, s)
+		}
+		panels = append(panels, plotPanel{Title: "SEARCH OVER NATS, MS", Series: ss})
+	}
+	if len(rep.Concurrency) > 0 {
+		var levels []int
+		for _, f := range rep.Concurrency {
+			if !slices.Contains(levels, f.Clients) {
+				levels = append(levels, f.Clients)
+			}
+		}
+		var ss []plotSeries
+		for _, c := range levels {
+			s := plotSeries{Name: fmt.Sprintf("%d clients", c)}
+			for _, f := range rep.Concurrency {
+				if f.Clients == c {
+					s.X, s.Y = append(s.X, float64(f.Chunks)), append(s.Y, f.PerSecond)
+				}
+			}
+			ss = append(ss, s)
+		}
+		panels = append(panels, plotPanel{Title: "HYBRID QUERIES/S", Series: ss})
+	}
+	return panels
+}
+
+// renderReports merges the report.json files at paths (the first one's
+// date, machine and command; every one's figures, in order) and writes the
+// tables and plot of the merge to dir.
+func renderReports(paths []string, dir string, stdout io.Writer) error {
+	var rep benchReport
+	for i, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("--render: %w", err)
+		}
+		var r benchReport
+		if err := json.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("--render %s: not a bench report: %w", p, err)
+		}
+		if i == 0 {
+			rep.Date, rep.Machine, rep.Command = r.Date, r.Machine, r.Command
+		} else {
+			rep.Command += "; " + r.Command
+		}
+		rep.Ingest = append(rep.Ingest, r.Ingest...)
+		rep.Stages = append(rep.Stages, r.Stages...)
+		rep.Search = append(rep.Search, r.Search...)
+		rep.Concurrency = append(rep.Concurrency, r.Concurrency...)
+		rep.Vector = append(rep.Vector, r.Vector...)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if err := writeBenchOutputs(dir, rep); err != nil {
+		return err
+	}
+	return writeTables(stdout, rep)
+}

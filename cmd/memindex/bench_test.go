@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"memindex/store"
+)
+
+// TestBenchSuiteAtATinySize runs every part of `memindex bench` at a tiny
+// size and checks that the report is complete and sane: the exact variants
+// of the vector suite find the exact top 10, every stage and concurrency
+// level measured something, and the outputs (report.json, tables.md,
+// growth.png) are written. A second run reuses the cached vector files.
+func TestBenchSuiteAtATinySize(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node and builds shard files")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, cache := t.TempDir(), t.TempDir()
+	args := []string{"--out", out, "--cache", cache, "--locomo", filepath.Join(t.TempDir(), "absent.jsonl"),
+		"--messages", "300", "--search-chunks", "300", "--queries", "5", "--modes", "hybrid,vector",
+		"--clients", "1,4", "--concurrency-duration", "200ms",
+		"--sizes", "300,1200", "--vector-queries", "6"}
+	var stdout, stderr bytes.Buffer
+	if err := runBench(ctx, args, &stdout, &stderr); err != nil {
+		t.Fatalf("runBench: %v\nstderr:\n%s", err, stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep benchReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("report.json: %v", err)
+	}
+
+	if len(rep.Ingest) != 1 || rep.Ingest[0].Messages != 300 || rep.Ingest[0].Chunks < 1 {
+		t.Errorf("ingest = %+v, want one corpus of 300 messages with chunks", rep.Ingest)
+	}
+	var stages []string
+	for _, s := range rep.Stages {
+		stages = append(stages, s.Stage)
+		if s.Seconds <= 0 || s.In < 1 || s.Out < 1 {
+			t.Errorf("stage %+v: want time spent and items in and out", s)
+		}
+	}
+	if want := []string{"decode", "chunk", "embed", "commit", "sum"}; !slices.Equal(stages, want) {
+		t.Errorf("stages = %v, want %v", stages, want)
+	}
+	if len(rep.Search) != 2 {
+		t.Errorf("search figures = %d, want 2 (hybrid, vector at 300 chunks)", len(rep.Search))
+	}
+	if len(rep.Concurrency) != 2 {
+		t.Fatalf("concurrency figures = %+v, want 2 levels", rep.Concurrency)
+	}
+	for _, c := range rep.Concurrency {
+		if c.Queries < c.Clients || c.Errors != 0 || c.PerSecond <= 0 || c.P50Ms <= 0 || c.P99Ms < c.P50Ms {
+			t.Errorf("concurrency %+v: want at least one answered query per client, no errors, p99 >= p50 > 0", c)
+		}
+	}
+
+	if len(rep.Vector) != 8 {
+		t.Fatalf("vector figures = %d, want 4 variants × 2 sizes", len(rep.Vector))
+	}
+	for _, f := range rep.Vector {
+		if f.Recall != 1 {
+			t.Errorf("%s at %d: recall@10 %v, want 1 (every variant is an exact scan)", f.Variant, f.Size, f.Recall)
+		}
+		if f.Queries != 6 || f.P50Ms <= 0 || f.P99Ms < f.P50Ms {
+			t.Errorf("%s at %d: %d queries, p50 %v, p99 %v; want 6 queries, p99 >= p50 > 0", f.Variant, f.Size, f.Queries, f.P50Ms, f.P99Ms)
+		}
+		if (f.DiskBytes > 0) == (f.Variant == variantGoScan) {
+			t.Errorf("%s at %d: %d bytes on disk; want some for the SQLite files, none for go-scan", f.Variant, f.Size, f.DiskBytes)
+		}
+	}
+
+	md, err := os.ReadFile(filepath.Join(out, "tables.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| vectors | variant |", "Growth, vector leg p50 ms", "| decode |", "| 1,200 | memindex |"} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("tables.md lacks %q", want)
+		}
+	}
+	f, err := os.Open(filepath.Join(out, "growth.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("growth.png: %v", err)
+	}
+	if r := img.Bounds(); r.Dx() != 2*panelW || r.Dy() < 3*panelH {
+		t.Errorf("growth.png is %v, want %d wide and three rows of panels", r, 2*panelW)
+	}
+
+	// --render writes the same tables from the saved report.
+	again := t.TempDir()
+	if err := runBench(ctx, []string{"--render", filepath.Join(out, "report.json"), "--out", again}, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatalf("--render: %v", err)
+	}
+	if md2, err := os.ReadFile(filepath.Join(again, "tables.md")); err != nil || !bytes.Equal(md2, md) {
+		t.Errorf("--render wrote other tables (err %v):\n%s\nwant:\n%s", err, md2, md)
+	}
+
+	// The vector files are cached: a second run rebuilds nothing.
+	stderr.Reset()
+	if err := runBench(ctx, []string{"--suite", "vector", "--out", t.TempDir(), "--cache", cache, "--sizes", "300", "--vector-queries", "2"}, &stdout, &stderr); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	if log := stderr.String(); !strings.Contains(log, "reusing") || strings.Contains(log, "built the") {
+		t.Errorf("second run did not reuse the cache:\n%s", log)
+	}
+}
+
+func TestBenchRejectsUnknownSuite(t *testing.T) {
+	err := runBench(context.Background(), []string{"--suite", "vectors", "--out", t.TempDir()}, &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "--suite") || !strings.Contains(err.Error(), "vector") {
+		t.Fatalf("runBench(--suite vectors) = %v, want an error naming --suite and the known parts", err)
+	}
+}
+
+// TestTopNKeepsTheBest checks the top-10 the vector suite's scans use
+// against a full sort.
+func TestTopNKeepsTheBest(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 3, 10, 11, 1000} {
+		scores := make([]float32, n)
+		var top topN
+		for i := range scores {
+			scores[i] = r.Float32()
+			top.push(int64(i), scores[i])
+		}
+		idx := make([]int64, n)
+		for i := range idx {
+			idx[i] = int64(i)
+		}
+		slices.SortFunc(idx, func(a, b int64) int {
+			switch {
+			case scores[a] > scores[b]:
+				return -1
+			case scores[a] < scores[b]:
+				return 1
+			}
+			return 0
+		})
+		want := idx[:min(n, vecK)]
+		if got := top.ids(); !slices.Equal(got, want) {
+			t.Errorf("n=%d: topN = %v, want %v", n, got, want)
+		}
+	}
+}
+
+// TestGoScanIsExact checks the bandwidth-bound variant, which every other
+// variant's recall is measured against, against a scalar scan.
+func TestGoScanIsExact(t *testing.T) {
+	const n = 25000 // above the split into GOMAXPROCS parts
+	data := benchVectors(7, n)
+	q := benchVectors(8, 1)
+	got, err := goScanVariant(data).search(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want topN
+	for i := 0; i < n; i++ {
+		var s float32
+		for j := range q {
+			s += q[j] * data[i*vecDims+j]
+		}
+		want.push(int64(i+1), s)
+	}
+	if !slices.Equal(got, want.ids()) {
+		t.Fatalf("go-scan top 10 = %v, want %v (dot %s)", got, want.ids(), store.DotKind())
+	}
+}

@@ -1,0 +1,409 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"memindex"
+	"memindex/consumer"
+	"memindex/query"
+	"memindex/store"
+)
+
+// Ownership: which partitions this worker holds.
+//
+// Static (`--partitions 0-7`, default all): the set is fixed at start and
+// served at once, as a single worker always did. Dynamic (`--group NAME`):
+// the worker starts with none and consumer.Leaser gains and drops them
+// through leases; a gained partition is opened (rebuilt from the stream from
+// its shard's applied sequence) and answers searches only once it has caught
+// up. Every holder consumes into its own shard file through its own durable
+// consumer (named after the worker), so replicas (`--replicas R`) each see
+// every message of their partitions.
+
+// ownership is a node's per-partition holding state.
+type ownership struct {
+	// initial is the static owned set (nil in a dynamic group).
+	initial []int
+	// ready[p]: held and caught up: this worker answers p's searches.
+	ready []atomic.Bool
+	// owner[p]: held as the owner (static, or lease slot 0).
+	owner  []atomic.Bool
+	leaser *consumer.Leaser
+	// leaserDone is closed when the leaser has handed everything over.
+	leaserDone chan struct{}
+}
+
+// parsePartitionSet parses --partitions: "all", or a comma-separated list of
+// partitions and ranges ("0-7", "0,3,5-6"), each below count.
+func parsePartitionSet(s string, count int) ([]int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "all" {
+		out := make([]int, count)
+		for p := range count {
+			out[p] = p
+		}
+		return out, nil
+	}
+	seen := map[int]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(strings.TrimSpace(lo))
+		b := a
+		if err == nil && isRange {
+			b, err = strconv.Atoi(strings.TrimSpace(hi))
+		}
+		if err != nil || a < 0 || b < a {
+			return nil, fmt.Errorf("--partitions %q: %q is not a partition or a range like 0-7; want \"all\" or a list like 0,3,5-6", s, part)
+		}
+		if b >= count {
+			return nil, fmt.Errorf("--partitions %q: partition %d is out of range: the stream has %d partitions (0-%d; --partition-count sets it for a new stream)", s, b, count, count-1)
+		}
+		for p := a; p <= b; p++ {
+			seen[p] = true
+		}
+	}
+	out := make([]int, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	sort.Ints(out)
+	return out, nil
+}
+
+// nameToken makes a worker name fit a consumer name: characters outside
+// [A-Za-z0-9_-] become _.
+func nameToken(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// holderPrefix is the durable consumer prefix of generation gen on this
+// worker: every holder of a partition has its own consumer.
+func (n *node) holderPrefix(gen string) string {
+	return consumerPrefix(gen) + "-" + nameToken(n.cfg.worker)
+}
+
+// initOwnership validates the ownership settings against the stream's
+// partition count and sets the static owned set.
+func (n *node) initOwnership() error {
+	c := n.cfg
+	n.own.ready = make([]atomic.Bool, c.partitions)
+	n.own.owner = make([]atomic.Bool, c.partitions)
+	if c.replicas < 0 {
+		return fmt.Errorf("--replicas %d: want 1 or more holders per partition", c.replicas)
+	}
+	if c.group != "" {
+		if c.owned != "" && c.owned != "all" {
+			return fmt.Errorf("--partitions %q and --group %q: a worker of a dynamic group takes its partitions from the group's leases; drop one of the two", c.owned, c.group)
+		}
+		if !memindex.ValidNamespace(c.group) {
+			return fmt.Errorf("--group %q: want 1-64 characters of [A-Za-z0-9_-]", c.group)
+		}
+		return nil
+	}
+	set, err := parsePartitionSet(c.owned, c.partitions)
+	if err != nil {
+		return err
+	}
+	n.own.initial = set
+	return nil
+}
+
+// holds reports whether this worker answers partition p's searches itself.
+func (n *node) holds(p int) bool { return p >= 0 && p < len(n.own.ready) && n.own.ready[p].Load() }
+
+// serveStatic marks the static owned set ready and subscribes its
+// per-partition subjects: a static owner serves its partitions from the
+// start, as a single worker always did.
+func (n *node) serveStatic() error {
+	for _, p := range n.own.initial {
+		n.own.owner[p].Store(true)
+		n.own.ready[p].Store(true)
+		if err := n.svc.Serve(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startLeaser joins the dynamic group.
+func (n *node) startLeaser(ctx context.Context) error {
+	// The lease bucket is replicated like the event stream, so losing the
+	// node that holds it does not stop the group's renewals.
+	bucketReplicas := 1
+	if s, err := n.js.Stream(ctx, memindex.StreamEvents); err == nil {
+		bucketReplicas = max(s.CachedInfo().Config.Replicas, 1)
+	}
+	l, err := consumer.NewLeaser(ctx, n.js, consumer.LeaseConfig{
+		Group: n.cfg.group, Worker: n.cfg.worker, Partitions: n.cfg.partitions,
+		Replicas: max(n.cfg.replicas, 1), TTL: n.cfg.leaseTTL, Logger: n.log,
+		BucketReplicas: bucketReplicas,
+	}, consumer.LeaseHooks{Gain: n.gain, Drop: n.drop, Fence: n.fence})
+	if err != nil {
+		return err
+	}
+	n.own.leaser = l
+	return nil
+}
+
+// runLeaser runs the leaser until ctx ends and it has handed every
+// partition over; node.run waits for leaserDone before stopping the rest.
+func (n *node) runLeaser(ctx context.Context) {
+	n.own.leaserDone = make(chan struct{})
+	if n.own.leaser == nil {
+		close(n.own.leaserDone)
+		return
+	}
+	go func() { // owned by node.run, which waits on leaserDone
+		defer close(n.own.leaserDone)
+		n.own.leaser.Run(ctx)
+	}()
+}
+
+// gain opens partition p in every generation and starts consuming it from
+// its shard's applied sequence (a new shard rebuilds from the stream),
+// writes fenced at fence. It answers searches once watchReady finds it
+// caught up.
+func (n *node) gain(ctx context.Context, p int, owner bool, fence time.Time) error {
+	n.genMu.RLock()
+	gens, newest := []*generation{n.serving, n.next}, n.newest()
+	n.genMu.RUnlock()
+	var added []*generation
+	undo := func() {
+		for _, g := range added {
+			if sh, err := g.worker.Remove(context.WithoutCancel(ctx), p, true); err == nil && sh != nil {
+				_ = sh.(*store.Shard).Close(context.Background())
+			}
+			n.genMu.Lock()
+			delete(g.shards, p)
+			n.genMu.Unlock()
+		}
+	}
+	for _, g := range gens {
+		if g == nil {
+			continue
+		}
+		path := shardPath(g.dir, p)
+		if restoreShard != nil && g == newest {
+			if err := restoreShard(ctx, n, p, path); err != nil {
+				n.log.Warn("restore partition from a snapshot; rebuilding it from the stream", "partition", p, "err", err)
+			}
+		}
+		sh, err := store.Open(ctx, path, store.Config{Dims: g.dims, Space: g.space, NoSqliteVec: n.cfg.noSqliteVec})
+		if err != nil {
+			undo()
+			return fmt.Errorf("gain partition %d: %w", p, err)
+		}
+		if err := g.worker.Add(ctx, p, sh, fence); err != nil {
+			_ = sh.Close(context.Background())
+			undo()
+			return fmt.Errorf("gain partition %d: %w", p, err)
+		}
+		n.genMu.Lock()
+		g.shards[p] = sh
+		n.genMu.Unlock()
+		added = append(added, g)
+	}
+	n.own.owner[p].Store(owner)
+	n.genMu.RLock()
+	n.setRoute(p, n.serving)
+	n.genMu.RUnlock()
+	n.log.Info("partition gained; catching up with the stream", "partition", p, "owner", owner)
+	return nil
+}
+
+// restoreShard, when set, puts the newest snapshot of partition p at path
+// before its shard opens (consumer/snapshot.go); nil rebuilds from the
+// stream.
+var restoreShard func(ctx context.Context, n *node, p int, path string) error
+
+// drop stops answering and writing partition p and closes its shards. The
+// fence already stops its commits when the lease ended.
+func (n *node) drop(ctx context.Context, p int, handover bool) {
+	n.own.ready[p].Store(false)
+	n.own.owner[p].Store(false)
+	n.svc.Unserve(p)
+	n.routes[p].Store(nil)
+	n.genMu.RLock()
+	gens := []*generation{n.serving, n.next}
+	n.genMu.RUnlock()
+	for _, g := range gens {
+		if g == nil {
+			continue
+		}
+		if _, err := g.worker.Remove(ctx, p, true); err != nil && !errors.Is(err, consumer.ErrNotHeld) {
+			n.log.Error("stop partition", "partition", p, "err", err)
+		}
+		n.genMu.Lock()
+		sh := g.shards[p]
+		delete(g.shards, p)
+		n.genMu.Unlock()
+		if sh != nil {
+			if err := sh.Close(context.Background()); err != nil {
+				n.log.Error("close shard", "partition", p, "err", err)
+			}
+		}
+	}
+	n.log.Info("partition dropped", "partition", p, "handover", handover)
+}
+
+// fence moves partition p's write fence in every generation.
+func (n *node) fence(p int, until time.Time) {
+	n.genMu.RLock()
+	defer n.genMu.RUnlock()
+	for _, g := range []*generation{n.serving, n.next} {
+		if g != nil {
+			g.worker.SetFence(p, until)
+		}
+	}
+}
+
+// caughtUp reports whether a held partition may answer searches: bound to
+// its consumer, not rebuilding, and within the --ready-lag budget.
+func (n *node) caughtUp(r consumer.PartitionReadiness) bool {
+	return r.Err == nil && r.Bound && !r.Rebuilding() && r.Pending <= uint64(n.cfg.readyLag)
+}
+
+// watchReady starts serving each gained partition once it has caught up.
+func (n *node) watchReady(ctx context.Context) {
+	if n.cfg.group == "" {
+		return
+	}
+	t := time.NewTicker(readyPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n.genMu.RLock()
+		w := n.serving.worker
+		n.genMu.RUnlock()
+		for _, r := range w.Readiness(ctx) {
+			if n.holds(r.Partition) || !n.caughtUp(r) {
+				continue
+			}
+			if err := n.svc.Serve(r.Partition); err != nil {
+				n.log.Warn("serve partition", "partition", r.Partition, "err", err)
+				continue
+			}
+			n.own.ready[r.Partition].Store(true)
+			n.log.Info("partition caught up; serving its searches", "partition", r.Partition, "applied", r.Applied)
+		}
+	}
+}
+
+// readyPoll is how often gained partitions are checked for having caught up.
+const readyPoll = 200 * time.Millisecond
+
+// ownershipStatus fills the ownership fields of a status answer.
+func (n *node) ownershipStatus(resp *memindex.StatusResponse) {
+	resp.PartitionCount = n.cfg.partitions
+	resp.Group = n.cfg.group
+	resp.Replicas = max(n.cfg.replicas, 1)
+	var leases map[int]consumer.LeaseState
+	if n.own.leaser != nil {
+		leases, resp.GroupMembers = n.own.leaser.Leases()
+	}
+	for i := range resp.Partitions {
+		ps := &resp.Partitions[i]
+		p := ps.Partition
+		ps.State = memindex.StateCatchingUp
+		if n.holds(p) {
+			ps.State = memindex.StateReady
+		}
+		ps.Role = memindex.RoleReplica
+		if p < len(n.own.owner) && n.own.owner[p].Load() {
+			ps.Role = memindex.RoleOwner
+		}
+		if l, ok := leases[p]; ok {
+			ps.LeaseValidSeconds = max(0, time.Until(l.Valid).Seconds())
+			ps.LeaseRevision = l.Revision
+		}
+	}
+}
+
+// printCluster prints the cluster view of every worker's status: for each
+// partition its owner, its replicas with their state, and the lag.
+func printCluster(w io.Writer, sts []memindex.StatusResponse) {
+	type holder struct {
+		worker, role, state string
+		pending             uint64
+		lease               float64
+	}
+	byPart := map[int][]holder{}
+	count := 0
+	for _, s := range sts {
+		count = max(count, s.PartitionCount)
+		for _, p := range s.Partitions {
+			byPart[p.Partition] = append(byPart[p.Partition], holder{s.Worker, p.Role, p.State, p.Pending, p.LeaseValidSeconds})
+		}
+	}
+	if count == 0 {
+		return
+	}
+	fmt.Fprintf(w, "cluster: %d partitions, %d workers\n", count, len(sts))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "partition\towner\treplicas\tlag\tlease\t")
+	for p := range count {
+		hs := byPart[p]
+		slices.SortFunc(hs, func(a, b holder) int { return strings.Compare(a.worker, b.worker) })
+		owner, lag, lease := "-", "", ""
+		var replicas []string
+		for _, h := range hs {
+			desc := h.worker
+			if h.state != "" && h.state != memindex.StateReady {
+				desc += " (" + h.state + ")"
+			}
+			if h.role == memindex.RoleOwner && owner == "-" {
+				owner = desc
+				if h.lease > 0 {
+					lease = fmt.Sprintf("%.1fs", h.lease)
+				}
+			} else {
+				replicas = append(replicas, desc)
+			}
+			lag += strconv.FormatUint(h.pending, 10) + " "
+		}
+		if len(hs) == 0 {
+			owner = "NONE (no worker holds it: its searches fail with 503)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t\n", p, owner, strings.Join(replicas, ", "), strings.TrimSpace(lag), lease)
+	}
+	tw.Flush()
+}
+
+// notHeld is the router's error for a partition this worker does not hold
+// (a request that raced a hand-over).
+func (n *node) notHeld(p int) error {
+	return fmt.Errorf("partition %d is not held by worker %s: it is moving between workers; retry: %w", p, n.cfg.worker, query.ErrNotReady)
+}
+
+// envDuration returns the environment variable name parsed as a duration,
+// or def when unset or not a duration.
+func envDuration(name string, def time.Duration) time.Duration {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"memindex"
+	"memindex/internal/corpus"
+)
+
+// TestMovePartitionBench measures moving one partition to a worker that
+// does not have it: by snapshot (snapshot + upload, then download + verify
+// + open) versus by replay (rebuild from the stream, with the embedding
+// cache warm and cold). Opt-in: MEMINDEX_MOVE_BENCH=1 (it ingests
+// MEMINDEX_MOVE_BENCH_MESSAGES generated messages, default 150,000, which
+// gives about 100,000 chunks); run it without -race:
+//
+//	MEMINDEX_MOVE_BENCH=1 go test -tags sqlite_fts5 -run TestMovePartitionBench -v -timeout 30m ./cmd/memindex/
+func TestMovePartitionBench(t *testing.T) {
+	if os.Getenv("MEMINDEX_MOVE_BENCH") != "1" {
+		t.Skip("set MEMINDEX_MOVE_BENCH=1 to measure moving a partition by snapshot and by replay")
+	}
+	msgs := 150000
+	if v, err := strconv.Atoi(os.Getenv("MEMINDEX_MOVE_BENCH_MESSAGES")); err == nil && v > 0 {
+		msgs = v
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := testServeConfig(dir)
+	cfg.partitions = 1
+	cfg.chunkTokens, cfg.overlap, cfg.contextMsgs = defaultChunkTokens, defaultChunkOverlap, 2 // serve's defaults
+	n, stop := runTestNode(t, cfg, nil)
+	js, err := jetstream.New(n.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := corpus.New(42)
+	start := time.Now()
+	sent := 0
+	for s := 0; sent < msgs; s++ {
+		ns := fmt.Sprintf("agent-%d", s%100)
+		for _, m := range g.Session("chat", fmt.Sprintf("s%d", s), min(100, msgs-sent)) {
+			b, _ := json.Marshal(memindex.Event{Type: memindex.TypeMessage, Namespace: ns, SessionKey: m.SessionKey, SessionID: m.SessionID,
+				Seq: m.Seq, ID: m.ID, Speaker: m.Speaker, Text: m.Text})
+			if _, err := js.PublishAsync(memindex.EventSubject(ns), b); err != nil {
+				t.Fatal(err)
+			}
+			sent++
+		}
+		if s%20 == 0 {
+			<-js.PublishAsyncComplete()
+		}
+	}
+	<-js.PublishAsyncComplete()
+	waitUntil(t, 20*time.Minute, "the ingest", func() bool {
+		st, err := n.shardsNow()[0].Stats(ctx)
+		return err == nil && st.Messages == int64(msgs) && st.VectorsWaiting == 0
+	})
+	st, _ := n.shardsNow()[0].Stats(ctx)
+	t.Logf("ingested %d messages into %d chunks in %.1fs", st.Messages, st.Chunks, time.Since(start).Seconds())
+	stop()
+
+	rebuild := func(args ...string) rebuildEvent {
+		t.Helper()
+		var out bytes.Buffer
+		args = append([]string{"--data", dir, "--partition", "0", "--json"}, args...)
+		if err := runRebuild(ctx, args, &out); err != nil {
+			t.Fatalf("rebuild %v: %v", args, err)
+		}
+		d := jsonLines(t, out.String(), "rebuild.done")
+		if len(d) != 1 || d[0].Chunks != st.Chunks || d[0].AppliedSeq != st.AppliedSeq {
+			t.Fatalf("rebuild %v: %s, want %d chunks at seq %d", args, out.String(), st.Chunks, st.AppliedSeq)
+		}
+		return d[0]
+	}
+	var out bytes.Buffer
+	t0 := time.Now()
+	if err := runSnapshot(ctx, []string{"--data", dir, "--partition", "0", "--json"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	snapTook := time.Since(t0)
+	var snap struct {
+		Info struct {
+			Size int64 `json:"size"`
+		} `json:"info"`
+		Seconds float64 `json:"seconds"`
+	}
+	_ = json.Unmarshal(out.Bytes(), &snap)
+	// The receiving worker has no shard: by snapshot it downloads,
+	// verifies and opens it; by replay it rebuilds from the stream.
+	restore := rebuild("--from-snapshot")
+	warm := rebuild()
+	if err := os.Remove(filepath.Join(dir, "cache.db")); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"-wal", "-shm"} {
+		_ = os.Remove(filepath.Join(dir, "cache.db") + s)
+	}
+	cold := rebuild()
+	t.Logf("partition of %d chunks (%d messages), snapshot file %.1f MiB", st.Chunks, st.Messages, float64(snap.Info.Size)/(1<<20))
+	t.Logf("by snapshot: snapshot+upload %.2fs (command %.2fs), download+verify+open %.2fs, total %.2fs",
+		snap.Seconds, snapTook.Seconds(), restore.Seconds, snap.Seconds+restore.Seconds)
+	t.Logf("by replay: warm embedding cache %.2fs, cold cache %.2fs", warm.Seconds, cold.Seconds)
+}

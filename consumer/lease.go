@@ -1,0 +1,512 @@
+package consumer
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"memindex"
+)
+
+// Partition leases of a dynamic group (`memindex serve --group NAME`).
+//
+// The workers of a group share one JetStream key-value bucket,
+// LeaseBucket(group), whose TTL is the lease TTL: a key not written again
+// within TTL disappears. Each worker puts members.<worker> every renewal
+// interval (membership) and holds partitions through keys
+// leases.<partition>.<slot>, slot 0..R-1 for R holders of each partition
+// (slot 0 is the partition's owner, the others read replicas; a worker
+// holds at most one slot of a partition). A claim is a KV Create (it fails
+// when the key exists); a renewal is an Update with the revision this
+// worker wrote last (it fails when anyone else wrote the key since); a
+// hand-over is a Delete with that revision.
+//
+// Fencing: a lease is valid by the holder's own clock until TTL/2 after the
+// start of its last successful write, and the worker's commits for the
+// partition stop at that instant (Worker.SetFence), while the server lets
+// another worker claim the key only TTL after that write. A holder that
+// loses its lease, or cannot renew it, has stopped writing before anyone
+// else may start.
+
+// LeaseBucket returns the KV bucket of group's leases.
+func LeaseBucket(group string) string { return "MEMINDEX_LEASES_" + group }
+
+// Lease key prefixes in a group's bucket.
+const (
+	memberKeyPrefix = "members."
+	leaseKeyPrefix  = "leases."
+)
+
+// DefaultLeaseTTL is the lease TTL of a group when none is configured.
+const DefaultLeaseTTL = 15 * time.Second
+
+// LeaseConfig configures a Leaser.
+type LeaseConfig struct {
+	// Group names the dynamic group: [A-Za-z0-9_-]{1,64} (required).
+	Group string
+	// Worker is this worker's name, unique in the group (required).
+	Worker string
+	// Partitions is P, the partition count of the event stream (required).
+	Partitions int
+	// Replicas is R, how many workers hold each partition (default 1).
+	Replicas int
+	// TTL is how long a lease lasts without renewal (default
+	// DefaultLeaseTTL); a worker stops writing a partition TTL/2 after its
+	// last successful renewal.
+	TTL time.Duration
+	// Renew is how often leases are renewed and the share rebalanced
+	// (default TTL/6).
+	Renew time.Duration
+	// BucketReplicas is the KV bucket's replica count (default 1).
+	BucketReplicas int
+	// Logger receives lease changes; nil discards them.
+	Logger *slog.Logger
+}
+
+// Validate fills defaults and checks the values; errors name the flag.
+func (c *LeaseConfig) Validate() error {
+	if !memindex.ValidNamespace(c.Group) {
+		return fmt.Errorf("--group %q: want 1-64 characters of [A-Za-z0-9_-]", c.Group)
+	}
+	if c.Worker == "" {
+		return errors.New("--worker: a worker of a group needs a name unique in the group")
+	}
+	if c.Partitions < 1 {
+		return fmt.Errorf("lease config: partition count must be positive, got %d", c.Partitions)
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.Replicas < 1 {
+		return fmt.Errorf("--replicas %d: want 1 or more holders per partition", c.Replicas)
+	}
+	if c.TTL == 0 {
+		c.TTL = DefaultLeaseTTL
+	}
+	if c.TTL < 100*time.Millisecond {
+		return fmt.Errorf("--lease-ttl %s: want at least 100ms", c.TTL)
+	}
+	if c.Renew == 0 {
+		c.Renew = c.TTL / 6
+	}
+	if c.Renew <= 0 || c.Renew >= c.TTL/2 {
+		return fmt.Errorf("lease config: renew interval %s must be below half the TTL %s", c.Renew, c.TTL)
+	}
+	if c.BucketReplicas == 0 {
+		c.BucketReplicas = 1
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// LeaseHooks are what a Leaser drives. Gain and Drop run on the Leaser's
+// goroutine, one at a time.
+type LeaseHooks struct {
+	// Gain starts holding partition p (owner: slot 0) with writes fenced at
+	// fence. An error gives the lease back.
+	Gain func(ctx context.Context, p int, owner bool, fence time.Time) error
+	// Drop stops holding partition p; when it returns, p is not written
+	// any more. handover is true for a graceful release, false for a lease
+	// lost.
+	Drop func(ctx context.Context, p int, handover bool)
+	// Fence moves partition p's write fence after a renewal.
+	Fence func(p int, until time.Time)
+}
+
+// leaseValue is the JSON value of a lease or member key.
+type leaseValue struct {
+	Worker string    `json:"worker"`
+	Slot   int       `json:"slot,omitempty"`
+	Held   []int     `json:"held,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// heldLease is one lease this worker holds.
+type heldLease struct {
+	p, slot int
+	key     string
+	rev     uint64
+	valid   time.Time // by this worker's clock: start of the last write + TTL/2
+}
+
+// Leaser claims, renews, balances and releases the partition leases of one
+// worker in a dynamic group.
+type Leaser struct {
+	cfg   LeaseConfig
+	kv    jetstream.KeyValue
+	hooks LeaseHooks
+	log   *slog.Logger
+	self  string // the worker name as a key token
+
+	mu   sync.Mutex // guards held and members
+	held map[int]*heldLease
+	// members is the group's size at the last rebalance.
+	members int
+	ticks   int
+}
+
+// NewLeaser creates or updates the group's bucket and returns a Leaser
+// holding nothing; Run starts it.
+func NewLeaser(ctx context.Context, js jetstream.JetStream, cfg LeaseConfig, hooks LeaseHooks) (*Leaser, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if hooks.Gain == nil || hooks.Drop == nil || hooks.Fence == nil {
+		return nil, errors.New("new leaser: Gain, Drop and Fence hooks are required")
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      LeaseBucket(cfg.Group),
+		Description: "memindex partition leases of group " + cfg.Group,
+		History:     1,
+		TTL:         cfg.TTL,
+		Replicas:    cfg.BucketReplicas,
+		Storage:     jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lease bucket %s: %w", LeaseBucket(cfg.Group), err)
+	}
+	return &Leaser{cfg: cfg, kv: kv, hooks: hooks, log: cfg.Logger.With("group", cfg.Group),
+		self: keyToken(cfg.Worker), held: map[int]*heldLease{}}, nil
+}
+
+// keyToken makes s a KV key token: characters outside [A-Za-z0-9_-] become _.
+func keyToken(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+func leaseKey(p, slot int) string {
+	return leaseKeyPrefix + strconv.Itoa(p) + "." + strconv.Itoa(slot)
+}
+
+// parseLeaseKey returns the partition and slot of a lease key.
+func parseLeaseKey(key string) (p, slot int, ok bool) {
+	rest, found := strings.CutPrefix(key, leaseKeyPrefix)
+	if !found {
+		return 0, 0, false
+	}
+	ps, ss, found := strings.Cut(rest, ".")
+	if !found {
+		return 0, 0, false
+	}
+	p, err1 := strconv.Atoi(ps)
+	slot, err2 := strconv.Atoi(ss)
+	return p, slot, err1 == nil && err2 == nil
+}
+
+// Run renews, balances and claims every Renew interval until ctx ends,
+// then hands every held partition over (Drop, then the lease is deleted)
+// and leaves the group. The first claims wait one interval after the first
+// heartbeat, so that workers starting together see each other.
+func (l *Leaser) Run(ctx context.Context) {
+	t := time.NewTicker(l.cfg.Renew)
+	defer t.Stop()
+	for {
+		l.tick(ctx)
+		select {
+		case <-ctx.Done():
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.TTL)
+			l.releaseAll(rctx)
+			cancel()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// tick renews held leases, heartbeats membership, releases the surplus
+// over the fair share and claims free partitions up to it.
+func (l *Leaser) tick(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
+	l.renewAll(ctx)
+	l.heartbeat(ctx)
+	l.ticks++
+	if l.ticks < 2 {
+		return
+	}
+	keys, err := l.keys(ctx)
+	if err != nil {
+		l.log.Warn("read the lease table", "err", err)
+		return
+	}
+	members := 0
+	taken := map[string]bool{}
+	for _, k := range keys {
+		if strings.HasPrefix(k, memberKeyPrefix) {
+			members++
+		} else {
+			taken[k] = true
+		}
+	}
+	members = max(members, 1)
+	fair := (l.cfg.Partitions*l.cfg.Replicas + members - 1) / members
+	l.mu.Lock()
+	l.members = members
+	l.mu.Unlock()
+	l.releaseSurplus(ctx, fair)
+	l.claim(ctx, fair, taken)
+}
+
+// keys lists the bucket's live keys.
+func (l *Leaser) keys(ctx context.Context) ([]string, error) {
+	lister, err := l.kv.ListKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer lister.Stop() //nolint:errcheck // nothing to do about it
+	var out []string
+	for k := range lister.Keys() {
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+func (l *Leaser) heartbeat(ctx context.Context) {
+	v, _ := json.Marshal(leaseValue{Worker: l.cfg.Worker, Held: l.Held(), At: time.Now().UTC()})
+	if _, err := l.kv.Put(ctx, memberKeyPrefix+l.self, v); err != nil && ctx.Err() == nil {
+		l.log.Warn("group membership heartbeat", "err", err)
+	}
+}
+
+// renewAll renews every held lease; a lease found lost, or not renewed
+// before it is no longer valid by this worker's clock, is dropped.
+func (l *Leaser) renewAll(ctx context.Context) {
+	for _, h := range l.heldLeases() {
+		start := time.Now()
+		v, _ := json.Marshal(leaseValue{Worker: l.cfg.Worker, Slot: h.slot, At: start.UTC()})
+		rev, err := l.kv.Update(ctx, h.key, v, h.rev)
+		switch {
+		case err == nil:
+			h.rev, h.valid = rev, start.Add(l.cfg.TTL/2)
+			l.hooks.Fence(h.p, h.valid)
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyExists), isWrongRevision(err):
+			l.log.Warn("partition lease lost; stopped writing it", attrPartition, h.p, "slot", h.slot, attrErr, err)
+			l.drop(ctx, h, false)
+		case !time.Now().Before(h.valid):
+			l.log.Warn("partition lease not renewed in time; stopped writing it", attrPartition, h.p, "slot", h.slot, attrErr, err)
+			l.drop(ctx, h, false)
+		default:
+			l.log.Warn("renew partition lease; retrying", attrPartition, h.p, attrErr, err)
+		}
+	}
+}
+
+// isWrongRevision reports a KV update refused because the key's revision
+// is not the one given.
+func isWrongRevision(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}
+
+// releaseSurplus hands over leases above the fair share: replica slots
+// first, then the highest partitions.
+func (l *Leaser) releaseSurplus(ctx context.Context, fair int) {
+	held := l.heldLeases()
+	if len(held) <= fair {
+		return
+	}
+	slices.SortFunc(held, func(a, b *heldLease) int {
+		if c := cmp.Compare(b.slot, a.slot); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.p, a.p)
+	})
+	for _, h := range held[:len(held)-fair] {
+		l.log.Info("handing a partition over to rebalance the group", attrPartition, h.p, "slot", h.slot, "fair_share", fair)
+		l.release(ctx, h)
+	}
+}
+
+// release drops h and deletes its lease, so another worker may claim it at
+// once.
+func (l *Leaser) release(ctx context.Context, h *heldLease) {
+	l.drop(ctx, h, true)
+	if err := l.kv.Delete(ctx, h.key, jetstream.LastRevision(h.rev)); err != nil {
+		l.log.Warn("release partition lease; it expires after the TTL", attrPartition, h.p, attrErr, err)
+	}
+}
+
+func (l *Leaser) drop(ctx context.Context, h *heldLease, handover bool) {
+	l.mu.Lock()
+	delete(l.held, h.p)
+	l.mu.Unlock()
+	l.hooks.Drop(ctx, h.p, handover)
+}
+
+// claim creates free lease keys until this worker holds fair partitions,
+// starting at a partition derived from its name so that workers starting
+// together do not all race for the same keys.
+func (l *Leaser) claim(ctx context.Context, fair int, taken map[string]bool) {
+	h := fnv.New32a()
+	h.Write([]byte(l.self))
+	start := int(h.Sum32() % uint32(l.cfg.Partitions))
+	for slot := range l.cfg.Replicas {
+		for i := range l.cfg.Partitions {
+			if l.count() >= fair || ctx.Err() != nil {
+				return
+			}
+			p := (start + i) % l.cfg.Partitions
+			key := leaseKey(p, slot)
+			if taken[key] || l.holds(p) {
+				continue
+			}
+			begin := time.Now()
+			v, _ := json.Marshal(leaseValue{Worker: l.cfg.Worker, Slot: slot, At: begin.UTC()})
+			rev, err := l.kv.Create(ctx, key, v)
+			if err != nil {
+				if !errors.Is(err, jetstream.ErrKeyExists) && ctx.Err() == nil {
+					l.log.Warn("claim partition lease", attrPartition, p, attrErr, err)
+				}
+				continue
+			}
+			hl := &heldLease{p: p, slot: slot, key: key, rev: rev, valid: begin.Add(l.cfg.TTL / 2)}
+			if err := l.hooks.Gain(ctx, p, slot == 0, hl.valid); err != nil {
+				l.log.Error("take a claimed partition; giving the lease back", attrPartition, p, attrErr, err)
+				_ = l.kv.Delete(ctx, key, jetstream.LastRevision(rev))
+				continue
+			}
+			l.mu.Lock()
+			l.held[p] = hl
+			l.mu.Unlock()
+			l.log.Info("partition lease claimed", attrPartition, p, "slot", slot, "owner", slot == 0)
+		}
+	}
+}
+
+// releaseAll hands every held partition over and leaves the group.
+func (l *Leaser) releaseAll(ctx context.Context) {
+	for _, h := range l.heldLeases() {
+		l.release(ctx, h)
+	}
+	if err := l.kv.Delete(ctx, memberKeyPrefix+l.self); err != nil {
+		l.log.Warn("leave the group; membership expires after the TTL", attrErr, err)
+	}
+}
+
+func (l *Leaser) heldLeases() []*heldLease {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]*heldLease, 0, len(l.held))
+	for _, h := range l.held {
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(a, b *heldLease) int { return cmp.Compare(a.p, b.p) })
+	return out
+}
+
+func (l *Leaser) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.held)
+}
+
+func (l *Leaser) holds(p int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.held[p]
+	return ok
+}
+
+// Held returns the partitions this worker holds a lease of, ascending.
+func (l *Leaser) Held() []int {
+	hs := l.heldLeases()
+	out := make([]int, len(hs))
+	for i, h := range hs {
+		out[i] = h.p
+	}
+	return out
+}
+
+// Owns reports whether this worker holds partition p's owner lease (slot
+// 0) and it is still valid by its clock: the one holder that may write
+// shared artefacts of p, such as snapshots.
+func (l *Leaser) Owns(p int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h, ok := l.held[p]
+	return ok && h.slot == 0 && time.Now().Before(h.valid)
+}
+
+// LeaseState is this worker's view of one held lease, for status.
+type LeaseState struct {
+	Partition int
+	Owner     bool      // slot 0
+	Valid     time.Time // writes stop at Valid unless renewed
+	Revision  uint64
+}
+
+// Leases returns the leases this worker holds, by partition, and the
+// group's size at the last rebalance.
+func (l *Leaser) Leases() (map[int]LeaseState, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[int]LeaseState, len(l.held))
+	for p, h := range l.held {
+		out[p] = LeaseState{Partition: p, Owner: h.slot == 0, Valid: h.valid, Revision: h.rev}
+	}
+	return out, l.members
+}
+
+// LeaseHolder is one live lease of the group's table.
+type LeaseHolder struct {
+	Partition int    `json:"partition"`
+	Slot      int    `json:"slot"`
+	Worker    string `json:"worker"`
+	Revision  uint64 `json:"revision"`
+}
+
+// LeaseTable reads every live lease of group, by partition then slot.
+func LeaseTable(ctx context.Context, js jetstream.JetStream, group string) ([]LeaseHolder, error) {
+	kv, err := js.KeyValue(ctx, LeaseBucket(group))
+	if err != nil {
+		return nil, fmt.Errorf("lease bucket %s: %w", LeaseBucket(group), err)
+	}
+	lister, err := kv.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list leases: %w", err)
+	}
+	defer lister.Stop() //nolint:errcheck // nothing to do about it
+	var out []LeaseHolder
+	for k := range lister.Keys() {
+		p, slot, ok := parseLeaseKey(k)
+		if !ok {
+			continue
+		}
+		e, err := kv.Get(ctx, k)
+		if err != nil {
+			continue // released meanwhile
+		}
+		var v leaseValue
+		_ = json.Unmarshal(e.Value(), &v)
+		out = append(out, LeaseHolder{Partition: p, Slot: slot, Worker: v.Worker, Revision: e.Revision()})
+	}
+	slices.SortFunc(out, func(a, b LeaseHolder) int {
+		if c := cmp.Compare(a.Partition, b.Partition); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Slot, b.Slot)
+	})
+	return out, nil
+}
