@@ -119,7 +119,15 @@ func TestEnsureStreamsReplicasInACluster(t *testing.T) {
 	}
 	check("after a refused R4", 3)
 
-	// A worker's durable consumer inherits the stream's replicas.
+	// A worker's durable consumer inherits the stream's replicas. Scaling to
+	// R3 returns before the new peers are current; creating a consumer
+	// meanwhile can fail with "insufficient resources", so wait for them.
+	for deadline := time.Now().Add(30 * time.Second); !c.StreamCurrent(natstest.GlobalAccount, memindex.StreamEvents); {
+		if time.Now().After(deadline) {
+			t.Fatalf("stream %s not current on every peer within 30s: %s", memindex.StreamEvents, c.State())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	emb, err := embedder.NewBuiltin(embedder.BuiltinConfig{Dims: testDims})
 	if err != nil {
 		t.Fatal(err)

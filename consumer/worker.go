@@ -253,11 +253,38 @@ func (w *Worker) positionConsumer(ctx context.Context, p int, applied uint64) (j
 		cc.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cc.OptStartSeq = applied + 1
 	}
-	cons, err := w.js.CreateConsumer(ctx, memindex.StreamEvents, cc)
+	cons, err := createConsumer(ctx, w.js, cc)
 	if err != nil {
 		return nil, fmt.Errorf("create consumer %s: %w", name, err)
 	}
 	return cons, nil
+}
+
+// errCodeInsufficientResources is JetStream's "insufficient resources"
+// (nats-server JSInsufficientResourcesErr); nats.go names no constant for it.
+const errCodeInsufficientResources jetstream.ErrorCode = 10023
+
+// consumerRetryFor bounds how long createConsumer retries a transient refusal.
+const consumerRetryFor = 30 * time.Second
+
+// createConsumer creates the durable consumer cc, retrying while JetStream
+// answers "insufficient resources" (10023): a clustered stream just created
+// or scaled up refuses consumers until its new peers have joined it, and a
+// worker starting then should wait, not fail.
+func createConsumer(ctx context.Context, js jetstream.JetStream, cc jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	deadline := time.Now().Add(consumerRetryFor)
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		cons, err := js.CreateConsumer(ctx, memindex.StreamEvents, cc)
+		var apiErr *jetstream.APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != errCodeInsufficientResources || time.Now().After(deadline) {
+			return cons, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // Run consumes every held partition, and those added while it runs, until
