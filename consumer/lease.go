@@ -167,13 +167,15 @@ func NewLeaser(ctx context.Context, js jetstream.JetStream, cfg LeaseConfig, hoo
 	if hooks.Gain == nil || hooks.Drop == nil || hooks.Fence == nil {
 		return nil, errors.New("new leaser: Gain, Drop and Fence hooks are required")
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      LeaseBucket(cfg.Group),
-		Description: "memindex partition leases of group " + cfg.Group,
-		History:     1,
-		TTL:         cfg.TTL,
-		Replicas:    cfg.BucketReplicas,
-		Storage:     jetstream.FileStorage,
+	kv, err := retryAttempts(ctx, func(actx context.Context) (jetstream.KeyValue, error) {
+		return js.CreateOrUpdateKeyValue(actx, jetstream.KeyValueConfig{
+			Bucket:      LeaseBucket(cfg.Group),
+			Description: "memindex partition leases of group " + cfg.Group,
+			History:     1,
+			TTL:         cfg.TTL,
+			Replicas:    cfg.BucketReplicas,
+			Storage:     jetstream.FileStorage,
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lease bucket %s: %w", LeaseBucket(cfg.Group), err)

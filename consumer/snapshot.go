@@ -128,22 +128,29 @@ func OpenSnapshots(ctx context.Context, js jetstream.JetStream, cfg SnapshotConf
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	obs, err := js.ObjectStore(ctx, cfg.Bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
+	obs, err := retryAttempts(ctx, func(actx context.Context) (jetstream.ObjectStore, error) {
+		obs, err := js.ObjectStore(actx, cfg.Bucket)
+		if !errors.Is(err, jetstream.ErrBucketNotFound) {
+			return obs, err
+		}
 		replicas := cfg.Replicas
 		if replicas == 0 {
 			replicas = 1
-			if s, serr := js.Stream(ctx, memindex.StreamEvents); serr == nil {
+			if s, serr := js.Stream(actx, memindex.StreamEvents); serr == nil {
 				replicas = max(1, s.CachedInfo().Config.Replicas)
 			}
 		}
-		obs, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		obs, err = js.CreateObjectStore(actx, jetstream.ObjectStoreConfig{
 			Bucket:      cfg.Bucket,
 			Description: "memindex shard snapshots; see `memindex snapshot` and `memindex rebuild --from-snapshot`",
 			Storage:     jetstream.FileStorage,
 			Replicas:    replicas,
 		})
-	}
+		if errors.Is(err, jetstream.ErrBucketExists) { // another worker made it first
+			return js.ObjectStore(actx, cfg.Bucket)
+		}
+		return obs, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("open snapshot bucket %s: %w", cfg.Bucket, err)
 	}

@@ -91,19 +91,27 @@ const MaxStreamReplicas = 5
 // work the same way per stream (0 keeps them), except that more is allowed
 // (JetStream adds the copies) and fewer is refused with ErrReplicasReduced.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, cfg StreamConfig) (int, error) {
+	return retryAttempts(ctx, func(actx context.Context) (int, error) { return ensureStreams(actx, js, cfg) })
+}
+
+// retryAttempts runs create in attempts of streamAttempt each until it
+// succeeds, fails for another reason than a timeout or a name already in
+// use, or ctx ends: creating a replicated stream, KV bucket or object store
+// that other workers create at the same moment can go unanswered.
+func retryAttempts[T any](ctx context.Context, create func(context.Context) (T, error)) (T, error) {
 	for {
 		actx, cancel := context.WithTimeout(ctx, streamAttempt)
-		p, err := ensureStreams(actx, js, cfg)
+		v, err := create(actx)
 		cancel()
 		if err == nil || ctx.Err() != nil {
-			return p, err
+			return v, err
 		}
 		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			return p, err
+			return v, err
 		}
 		select { // a short pause before the next attempt
 		case <-ctx.Done():
-			return p, err
+			return v, err
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

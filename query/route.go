@@ -54,12 +54,20 @@ type relayed struct {
 	timer    *time.Timer
 }
 
+// relayTimeout bounds how long a forwarded request waits for the holder's
+// answer before the caller gets a 503 "retry". A request that reaches a
+// holder just as it drops the partition (a lease moving) is never
+// answered; the caller should hear "retry" well before its own timeout,
+// not a silent one. A search takes milliseconds, so 2 s only cuts a
+// holder that is gone or badly overloaded.
+const relayTimeout = 2 * time.Second
+
 // startRouting subscribes the relay inbox when routing is configured.
 func (s *Service) startRouting() error {
 	if s.cfg.Partitions <= 0 || s.cfg.Holds == nil {
 		return nil
 	}
-	rl := &relay{s: s, inbox: s.nc.NewInbox(), timeout: searchTimeout, pending: map[string]*relayed{}}
+	rl := &relay{s: s, inbox: s.nc.NewInbox(), timeout: relayTimeout, pending: map[string]*relayed{}}
 	sub, err := s.nc.Subscribe(rl.inbox+".*", rl.answer)
 	if err != nil {
 		return fmt.Errorf("subscribe relay inbox: %w", err)
