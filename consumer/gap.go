@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -32,8 +33,16 @@ func (w *Worker) checkGap(ctx context.Context, p *partition, applied, next uint6
 	if p.gap.Load() != nil {
 		return nil // reported already, until the worker restarts
 	}
-	if next != 0 && next <= applied+1 {
-		return nil
+	if next != 0 {
+		// From process: on a partition of an interleaved stream almost every
+		// batch starts past applied+1 (the other partitions' events lie in
+		// between), so ask the stream at most once per gapCheckEvery, not
+		// once per batch.
+		now := time.Now().UnixNano()
+		if next <= applied+1 || now-p.gapChecked.Load() < int64(gapCheckEvery) {
+			return nil
+		}
+		p.gapChecked.Store(now)
 	}
 	s, err := w.js.Stream(ctx, memindex.StreamEvents)
 	if err != nil {
@@ -49,6 +58,10 @@ func (w *Worker) checkGap(ctx context.Context, p *partition, applied, next uint6
 	w.log.ErrorContext(ctx, "stream gap: events skipped", attrPartition, p.id, attrSeq, applied, attrErr, gap)
 	return nil
 }
+
+// gapCheckEvery bounds how often the ingest loop asks the stream for a gap;
+// start-up and re-positioning always ask.
+const gapCheckEvery = 10 * time.Second
 
 // streamGap returns the gap, if any, between a partition's applied
 // sequence and a stream holding first..last (first is last+1 when empty).

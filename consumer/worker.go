@@ -165,6 +165,8 @@ type partition struct {
 	rebuildTarget atomic.Uint64
 	// gap, when set, says events are missing from the stream (gap.go).
 	gap atomic.Pointer[string]
+	// gapChecked is when process last asked the stream for a gap (unix ns).
+	gapChecked atomic.Int64
 	// applyFailing is set while the batch in hand fails to commit and is
 	// retried (a full disk, a damaged file): the partition is not ready.
 	applyFailing atomic.Bool

@@ -260,41 +260,8 @@ func verifySnapshot(ctx context.Context, path string, want SnapshotInfo) (Snapsh
 // checkSnapshotIntegrity runs PRAGMA integrity_check and FTS5's
 // integrity-check on the file at path.
 func checkSnapshotIntegrity(ctx context.Context, path string) error {
-	registerDriver()
-	db, err := sql.Open(driverName, dsn(path, fmt.Sprintf("_busy_timeout=%d", busyTimeoutMS)))
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	rows, err := db.QueryContext(ctx, `PRAGMA integrity_check`)
-	if err != nil {
-		return fmt.Errorf("integrity_check of %s: %v: %w", path, err, ErrSnapshot)
-	}
-	var problems []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			rows.Close()
-			return fmt.Errorf("integrity_check of %s: %v: %w", path, err, ErrSnapshot)
-		}
-		if line != "ok" {
-			problems = append(problems, line)
-		}
-	}
-	err = rows.Err()
-	rows.Close()
-	if err != nil {
-		return fmt.Errorf("integrity_check of %s: %v: %w", path, err, ErrSnapshot)
-	}
-	if len(problems) > 0 {
-		if len(problems) > 3 {
-			problems = append(problems[:3], fmt.Sprintf("and %d more", len(problems)-3))
-		}
-		return fmt.Errorf("integrity_check of %s: %s: %w", path, strings.Join(problems, "; "), ErrSnapshot)
-	}
-	if _, err := db.ExecContext(ctx, `INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)`); err != nil {
-		return fmt.Errorf("fts integrity-check of %s: %v: %w", path, err, ErrSnapshot)
+	if err := checkFile(ctx, path, CheckFileConfig{}); err != nil {
+		return fmt.Errorf("%s: %w: %w", path, err, ErrSnapshot)
 	}
 	return nil
 }

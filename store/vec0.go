@@ -112,7 +112,12 @@ func (s *Shard) loadIndex(ctx context.Context) error {
 // scanVec0 calls add with every row of vec_chunks, through the virtual table
 // (the documented way; about 10 µs a row).
 func (s *Shard) scanVec0(ctx context.Context, q queryer, add func(rowid int64, blob []byte) error) error {
-	rows, err := q.QueryContext(ctx, `SELECT rowid, embedding FROM vec_chunks`)
+	return scanVectorRows(ctx, q, `SELECT rowid, embedding FROM vec_chunks`, add)
+}
+
+// scanVectorRows calls add with each (rowid, embedding) row query returns.
+func scanVectorRows(ctx context.Context, q queryer, query string, add func(rowid int64, blob []byte) error) error {
+	rows, err := q.QueryContext(ctx, query)
 	if err != nil {
 		return err
 	}

@@ -287,22 +287,7 @@ func (s *Shard) moveToPlain(ctx context.Context) error {
 
 // scanPlain calls add with every row of vec_plain.
 func (s *Shard) scanPlain(ctx context.Context, q queryer, add func(rowid int64, blob []byte) error) error {
-	rows, err := q.QueryContext(ctx, `SELECT rowid, embedding FROM vec_plain`)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var rowid int64
-		var blob sql.RawBytes
-		if err := rows.Scan(&rowid, &blob); err != nil {
-			return err
-		}
-		if err := add(rowid, blob); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return scanVectorRows(ctx, q, `SELECT rowid, embedding FROM vec_plain`, add)
 }
 
 // transient reports whether err may pass by itself (busy, locked, I/O,

@@ -153,32 +153,42 @@ func TestLoCoMoEndToEnd(t *testing.T) {
 	}
 }
 
+// builtBinary is one go build of memindex with some tags.
+type builtBinary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
 var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
+	plainBinary     builtBinary // -tags sqlite_fts5
+	failpointsBuild builtBinary // -tags sqlite_fts5,failpoints
 )
 
-// binary builds memindex once per test process.
-func binary(t *testing.T) string {
+// build builds memindex with tags once per test process (the environment's
+// CGO and GOEXPERIMENT settings apply).
+func (b *builtBinary) build(t *testing.T, tags string) string {
 	t.Helper()
-	buildOnce.Do(func() {
+	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "memindex-bin-")
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		binPath = filepath.Join(dir, "memindex")
-		out, err := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", binPath, ".").CombinedOutput()
+		b.path = filepath.Join(dir, "memindex")
+		out, err := exec.Command("go", "build", "-tags", tags, "-o", b.path, ".").CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build -tags %s: %v\n%s", tags, err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return binPath
+	return b.path
 }
+
+// binary builds memindex once per test process.
+func binary(t *testing.T) string { return plainBinary.build(t, "sqlite_fts5") }
 
 // TestKillAndRestartIsExactlyOnce kills a child `memindex serve` with SIGKILL
 // at random points while events stream in, restarts it each time, and checks

@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -36,34 +35,9 @@ import (
 // searches. Otherwise the CI-sized versions run.
 func longFaults() bool { return os.Getenv("MEMINDEX_LONG") == "1" }
 
-var (
-	fpBuildOnce sync.Once
-	fpBinPath   string
-	fpBuildErr  error
-)
-
 // failpointBinary builds memindex with the failpoints tag once per test
-// process (the environment's CGO and GOEXPERIMENT settings apply, as for
-// binary).
-func failpointBinary(t *testing.T) string {
-	t.Helper()
-	fpBuildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "memindex-fpbin-")
-		if err != nil {
-			fpBuildErr = err
-			return
-		}
-		fpBinPath = filepath.Join(dir, "memindex")
-		out, err := exec.Command("go", "build", "-tags", "sqlite_fts5,failpoints", "-o", fpBinPath, ".").CombinedOutput()
-		if err != nil {
-			fpBuildErr = fmt.Errorf("go build -tags sqlite_fts5,failpoints: %v\n%s", err, out)
-		}
-	})
-	if fpBuildErr != nil {
-		t.Fatal(fpBuildErr)
-	}
-	return fpBinPath
-}
+// process.
+func failpointBinary(t *testing.T) string { return failpointsBuild.build(t, "sqlite_fts5,failpoints") }
 
 // child is a `memindex serve` process.
 type child struct {
