@@ -48,6 +48,11 @@ const (
 	HeaderDLQStreamSeq = "Memindex-Dlq-Stream-Seq"
 	// HeaderDLQTime is when the event was dead-lettered (RFC 3339).
 	HeaderDLQTime = "Memindex-Dlq-Time"
+	// HeaderForwardedBy names the worker that received a search or read on
+	// memindex.search.<ns> / memindex.read.<ns> without holding the
+	// namespace's partition and relayed the holder's answer: a reply
+	// without it came straight from a holder.
+	HeaderForwardedBy = "Memindex-Forwarded-By"
 	// HeaderTraceParent carries W3C trace context; NATS headers are case-sensitive.
 	HeaderTraceParent = "traceparent"
 )

@@ -69,6 +69,15 @@ type Config struct {
 	BackfillInterval time.Duration
 	// AckWait is the consumer's ack wait; batches send progress heartbeats.
 	AckWait time.Duration
+	// InactiveThreshold is how long JetStream keeps a partition's durable
+	// consumer once nobody pulls from it: the consumers of a worker that
+	// stopped for good (a renamed or removed worker, a partition that
+	// moved, a name scheme of an older version) go by themselves instead of
+	// costing the cluster a replicated consumer each forever. Deleting one
+	// loses nothing: a worker positions its consumer from its shard's
+	// applied sequence whenever it starts consuming a partition. 0 keeps
+	// consumers forever.
+	InactiveThreshold time.Duration
 	// Logger receives operational logs; nil discards them. Records of a
 	// batch carry its context, so a handler can add the trace id.
 	Logger *slog.Logger
@@ -122,6 +131,9 @@ func (c *Config) Validate() error {
 	}
 	if c.AckWait == 0 {
 		c.AckWait = 2 * time.Minute
+	}
+	if c.InactiveThreshold < 0 {
+		return fmt.Errorf("config: consumer inactive threshold must not be negative, got %s", c.InactiveThreshold)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -250,6 +262,9 @@ func (w *Worker) positionConsumer(ctx context.Context, p int, applied uint64) (j
 		MaxDeliver:    -1,
 		MaxAckPending: 4 * w.cfg.BatchSize,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
+		// A pull consumer in use always has a request waiting; one that
+		// has none for this long belongs to nobody any more.
+		InactiveThreshold: w.cfg.InactiveThreshold,
 	}
 	if applied > 0 {
 		cc.DeliverPolicy = jetstream.DeliverByStartSequencePolicy

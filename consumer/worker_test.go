@@ -36,6 +36,8 @@ type harness struct {
 	emb    embedder.Embedder
 	shards map[int]*store.Shard
 	stop   func()
+	// inactive is the worker's Config.InactiveThreshold.
+	inactive time.Duration
 }
 
 func newHarness(t *testing.T) *harness {
@@ -84,7 +86,8 @@ func (h *harness) start() {
 	}
 	w, err := consumer.New(h.js, consumer.Config{
 		Partitions: parts, BatchSize: 200, BackfillInterval: 50 * time.Millisecond,
-		Chunker: chunker.Config{BudgetTokens: 120, OverlapTokens: 20},
+		Chunker:           chunker.Config{BudgetTokens: 120, OverlapTokens: 20},
+		InactiveThreshold: h.inactive,
 	}, seams, h.emb)
 	if err != nil {
 		h.t.Fatalf("consumer.New: %v", err)

@@ -87,7 +87,9 @@ func (s *Service) stopRouting() {
 	s.servedMu.Lock()
 	for p, subs := range s.served {
 		for _, sub := range subs {
-			_ = sub.Unsubscribe()
+			if err := sub.Drain(); err != nil { // answered "stopping; retry", not dropped
+				_ = sub.Unsubscribe()
+			}
 		}
 		delete(s.served, p)
 	}
@@ -136,7 +138,12 @@ func (s *Service) Serve(p int) error {
 	return nil
 }
 
-// Unserve stops answering partition p's per-partition subjects.
+// Unserve stops answering partition p's per-partition subjects. The
+// subscriptions are drained, not cut: a request the server routed here
+// before it saw the unsubscribe (or that waits in the subscription's
+// queue) is still answered, by then with a 503 "not held; retry" as the
+// partition is gone, instead of being dropped unanswered and left to the
+// requester's timeout.
 func (s *Service) Unserve(p int) {
 	if s.relay == nil {
 		return
@@ -146,7 +153,9 @@ func (s *Service) Unserve(p int) {
 	delete(s.served, p)
 	s.servedMu.Unlock()
 	for _, sub := range subs {
-		_ = sub.Unsubscribe()
+		if err := sub.Drain(); err != nil {
+			_ = sub.Unsubscribe()
+		}
 	}
 }
 
@@ -233,7 +242,12 @@ func (rl *relay) answer(m *nats.Msg) {
 		rl.s.relayError(f, wireErr(ErrNotReady, "partition %d: no worker holds it ready (it is moving between workers or catching up); retry shortly", f.p))
 		return
 	}
-	_ = rl.s.nc.PublishMsg(&nats.Msg{Subject: f.reply, Data: m.Data, Header: m.Header})
+	h := m.Header
+	if h == nil {
+		h = nats.Header{}
+	}
+	h.Set(memindex.HeaderForwardedBy, rl.s.cfg.Worker)
+	_ = rl.s.nc.PublishMsg(&nats.Msg{Subject: f.reply, Data: m.Data, Header: h})
 }
 
 // relayError answers a forwarded request with err.

@@ -150,16 +150,17 @@ func (n *node) openGeneration(ctx context.Context, name, space string, dims int,
 		g.shards[p], seams[p] = sh, sh
 	}
 	g.worker, err = consumer.New(n.js, consumer.Config{
-		Partitions:     owned,
-		Dynamic:        c.group != "",
-		ConsumerPrefix: n.holderPrefix(name),
-		BatchSize:      c.batch,
-		Chunker:        chunker.Config{BudgetTokens: c.chunkTokens, OverlapTokens: c.overlap, ContextMessages: c.contextMsgs},
-		EmbedTimeout:   embedTimeout,
-		Limits:         c.limits.limits,
-		Logger:         n.log.With("generation", name),
-		Metrics:        n.metrics,
-		TracerProvider: c.tracer,
+		Partitions:        owned,
+		Dynamic:           c.group != "",
+		ConsumerPrefix:    n.holderPrefix(name),
+		InactiveThreshold: c.consumerInactive,
+		BatchSize:         c.batch,
+		Chunker:           chunker.Config{BudgetTokens: c.chunkTokens, OverlapTokens: c.overlap, ContextMessages: c.contextMsgs},
+		EmbedTimeout:      embedTimeout,
+		Limits:            c.limits.limits,
+		Logger:            n.log.With("generation", name),
+		Metrics:           n.metrics,
+		TracerProvider:    c.tracer,
 	}, seams, ingest)
 	if err != nil {
 		return nil, err

@@ -106,6 +106,9 @@ func (n *node) initOwnership() error {
 	c := n.cfg
 	n.own.ready = make([]atomic.Bool, c.partitions)
 	n.own.owner = make([]atomic.Bool, c.partitions)
+	if c.consumerInactive < 0 {
+		return fmt.Errorf("--consumer-inactive %s: want a duration of 0 (keep consumers forever) or more", c.consumerInactive)
+	}
 	if c.replicas < 0 {
 		return fmt.Errorf("--replicas %d: want 1 or more holders per partition", c.replicas)
 	}
@@ -131,10 +134,26 @@ func (n *node) holds(p int) bool { return p >= 0 && p < len(n.own.ready) && n.ow
 
 // serveStatic marks the static owned set ready and subscribes its
 // per-partition subjects: a static owner serves its partitions from the
-// start, as a single worker always did.
-func (n *node) serveStatic() error {
+// start, as a single worker always did, except a partition whose shard is
+// being rebuilt from the stream (new, deleted or replaced): its searches
+// would miss older data, so it answers 503 "catching up" until watchReady
+// finds it caught up, as a partition gained in a group does.
+func (n *node) serveStatic(ctx context.Context) error {
+	rebuilding := map[int]bool{}
+	n.genMu.RLock()
+	w := n.serving.worker
+	n.genMu.RUnlock()
+	for _, r := range w.Readiness(ctx) {
+		if r.Rebuilding() {
+			rebuilding[r.Partition] = true
+		}
+	}
 	for _, p := range n.own.initial {
 		n.own.owner[p].Store(true)
+		if rebuilding[p] {
+			n.log.Info("partition rebuilding from the stream; its searches answer 503 until it has caught up", "partition", p)
+			continue
+		}
 		n.own.ready[p].Store(true)
 		if err := n.svc.Serve(p); err != nil {
 			return err
@@ -281,11 +300,9 @@ func (n *node) caughtUp(r consumer.PartitionReadiness) bool {
 	return r.Err == nil && r.Bound && !r.Rebuilding() && r.Pending <= uint64(n.cfg.readyLag)
 }
 
-// watchReady starts serving each gained partition once it has caught up.
+// watchReady starts serving each held partition that does not serve yet
+// (gained in a group, or rebuilding) once it has caught up.
 func (n *node) watchReady(ctx context.Context) {
-	if n.cfg.group == "" {
-		return
-	}
 	t := time.NewTicker(readyPoll)
 	defer t.Stop()
 	for {

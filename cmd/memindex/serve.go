@@ -41,29 +41,32 @@ type serveConfig struct {
 	partitions int // P: the stream's partition count (--partition-count)
 	// Ownership (ownership.go): the static owned set (--partitions), or the
 	// dynamic group, holders per partition and lease TTL.
-	owned       string
-	group       string
-	replicas    int
-	leaseTTL    time.Duration
-	provider    providerFlags
-	cacheMax    int64
-	rateLimit   embedder.RateLimitConfig
-	rrfVector   float64
-	rrfKeyword  float64
-	rrfK        float64
-	breaker     embedder.BreakerConfig
-	batch       int
-	embedBatch  int
-	embedConc   int
-	chunkTokens int
-	overlap     int
-	contextMsgs int // chunker.Config.ContextMessages: 0 default, negative none
-	worker      string
-	logLevel    string
-	logFormat   string
-	searchPool  int
-	maxPending  int
-	limits      limitFlags // limits.go
+	owned    string
+	group    string
+	replicas int
+	leaseTTL time.Duration
+	// consumerInactive: JetStream removes a durable consumer nobody pulled
+	// from for this long (a gone worker's).
+	consumerInactive time.Duration
+	provider         providerFlags
+	cacheMax         int64
+	rateLimit        embedder.RateLimitConfig
+	rrfVector        float64
+	rrfKeyword       float64
+	rrfK             float64
+	breaker          embedder.BreakerConfig
+	batch            int
+	embedBatch       int
+	embedConc        int
+	chunkTokens      int
+	overlap          int
+	contextMsgs      int // chunker.Config.ContextMessages: 0 default, negative none
+	worker           string
+	logLevel         string
+	logFormat        string
+	searchPool       int
+	maxPending       int
+	limits           limitFlags // limits.go
 
 	// Observability (http.go, telemetry.go): the HTTP endpoints' address
 	// and whether it was asked for, the readiness lag budget, and the
@@ -93,6 +96,7 @@ func runServe(ctx context.Context, args []string) error {
 	fs.StringVar(&c.group, "group", env("MEMINDEX_GROUP", ""), "dynamic group: workers of one group share the partitions through leases in a NATS KV bucket, and take over a stopped or dead worker's (MEMINDEX_GROUP)")
 	fs.IntVar(&c.replicas, "replicas", envInt("MEMINDEX_REPLICAS", 1), "workers of the group holding each partition, each in its own shard file; searches are balanced over the ready ones (MEMINDEX_REPLICAS)")
 	fs.DurationVar(&c.leaseTTL, "lease-ttl", envDuration("MEMINDEX_LEASE_TTL", consumer.DefaultLeaseTTL), "partition lease TTL in a group: a dead worker's partitions move after it; a worker stops writing TTL/2 after its last renewal (MEMINDEX_LEASE_TTL)")
+	fs.DurationVar(&c.consumerInactive, "consumer-inactive", envDuration("MEMINDEX_CONSUMER_INACTIVE", defaultConsumerInactive), "JetStream deletes a partition's durable consumer after nobody pulled from it for this long (a worker stopped for good, a partition moved away); harmless, a worker re-creates its consumers from its shards when it starts; 0 keeps them forever (MEMINDEX_CONSUMER_INACTIVE)")
 	fs.IntVar(&c.streamReplicas, "stream-replicas", envInt("MEMINDEX_STREAM_REPLICAS", 0), "replicas of the event and dead-letter streams: 3 on a 3-node JetStream cluster, 1 on a single server; 0 keeps the existing streams' (1 for new ones); never lowered (MEMINDEX_STREAM_REPLICAS)")
 	c.provider.register(fs)
 	fs.Float64Var(&c.rrfVector, "rrf-vector-weight", 0, "weight of the vector leg in RRF fusion; 0: 0.3 with the built-in embedder (a lexical model, weaker than BM25 with context: BENCHMARKS.md), 1 with a provider's model")
@@ -304,7 +308,7 @@ func startNode(ctx context.Context, c serveConfig, log *slog.Logger) (_ *node, e
 	if c.group != "" {
 		err = n.startLeaser(sctx)
 	} else {
-		err = n.serveStatic()
+		err = n.serveStatic(sctx)
 	}
 	if err != nil {
 		return nil, err
@@ -410,6 +414,12 @@ const (
 	defaultChunkTokens  = 64
 	defaultChunkOverlap = 8
 )
+
+// defaultConsumerInactive is how long an unused durable consumer lives
+// (--consumer-inactive): long enough that a worker restarted, upgraded or
+// moved to another machine finds its consumers still there, short enough
+// that a gone worker's replicated consumers do not stay in the cluster.
+const defaultConsumerInactive = time.Hour
 
 // The fusion defaults with the built-in embedder, a lexical model weaker
 // than BM25 with context: the vector leg weighs 0.3 and RRF's k is 10, so

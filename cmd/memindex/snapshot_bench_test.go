@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 
 	"memindex"
 	"memindex/internal/corpus"
+	"memindex/store"
 )
 
 // TestMovePartitionBench measures moving one partition to a worker that
@@ -67,6 +70,7 @@ func TestMovePartitionBench(t *testing.T) {
 	})
 	st, _ := n.shardsNow()[0].Stats(ctx)
 	t.Logf("ingested %d messages into %d chunks in %.1fs", st.Messages, st.Chunks, time.Since(start).Seconds())
+	shardFile := shardPath(n.serving.dir, 0)
 	stop()
 
 	rebuild := func(args ...string) rebuildEvent {
@@ -110,4 +114,35 @@ func TestMovePartitionBench(t *testing.T) {
 	t.Logf("by snapshot: snapshot+upload %.2fs (command %.2fs), download+verify+open %.2fs, total %.2fs",
 		snap.Seconds, snapTook.Seconds(), restore.Seconds, snap.Seconds+restore.Seconds)
 	t.Logf("by replay: warm embedding cache %.2fs, cold cache %.2fs", warm.Seconds, cold.Seconds)
+
+	// Memory an open shard of this size costs a worker (sizing): Go heap
+	// (the in-memory vector index, id maps) and resident set (adds
+	// SQLite's page cache and the mapped file).
+	heap0, rss0 := memNow()
+	sh, err := store.Open(ctx, shardFile, store.Config{Dims: 384})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sh.KeywordSearch(ctx, "agent-1", "garden trip", store.Filter{}, 10); err != nil {
+		t.Logf("warm-up search: %v", err)
+	}
+	heap1, rss1 := memNow()
+	t.Logf("open shard of %d chunks: Go heap +%.1f MiB, resident +%.1f MiB", st.Chunks, float64(heap1-heap0)/(1<<20), float64(rss1-rss0)/(1<<20))
+	_ = sh.Close(ctx)
+}
+
+// memNow returns the Go heap in use after a collection and the process's
+// resident set size, in bytes.
+func memNow() (heap, rss uint64) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			rss = kb << 10
+		}
+	}
+	return ms.HeapInuse, rss
 }
