@@ -197,11 +197,27 @@ func (s *Snapshots) take(ctx context.Context, p int, sh SnapshotWriter) (Snapsho
 	}
 	defer f.Close()
 	name := objectName(p, info.AppliedSeq)
-	oi, err := s.obs.Put(ctx, jetstream.ObjectMeta{
-		Name:        name,
-		Description: fmt.Sprintf("memindex shard of partition %d at stream sequence %d", p, info.AppliedSeq),
-		Metadata:    encodeSnapshotMeta(p, info),
-	}, f)
+	var oi *jetstream.ObjectInfo
+	for attempt := 1; ; attempt++ {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return SnapshotRef{}, fmt.Errorf("upload %s: %w", name, err)
+		}
+		oi, err = s.obs.Put(ctx, jetstream.ObjectMeta{
+			Name:        name,
+			Description: fmt.Sprintf("memindex shard of partition %d at stream sequence %d", p, info.AppliedSeq),
+			Metadata:    encodeSnapshotMeta(p, info),
+			Opts:        &jetstream.ObjectMetaOptions{ChunkSize: snapshotChunkSize},
+		}, f)
+		if err == nil || !isTooManyRequests(err) || attempt == snapshotPutAttempts || ctx.Err() != nil {
+			break
+		}
+		// The object stream's ingest queue was full (another upload at
+		// once): the partial object is purged by Put; send it again.
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(attempt) * time.Second):
+		}
+	}
 	if err != nil {
 		return SnapshotRef{}, fmt.Errorf("upload %s: %w", name, err)
 	}
@@ -453,3 +469,28 @@ func decodeSnapshotMeta(m map[string]string) (store.SnapshotInfo, error) {
 	}
 	return info, err
 }
+
+// snapshotChunkSize is the object store chunk size of a snapshot upload.
+// The object store publishes chunks asynchronously, up to 4,000 of them
+// unacknowledged, and a stream refuses publishes with "429 too many
+// requests" once 128 MiB wait in its ingest queue: with nats.go's default
+// 128 KiB chunks a shard of a few hundred MiB uploaded faster than the
+// server's disk writes failed that way (a 274 MiB shard on a loaded box,
+// TestMovePartitionBench). At 16 KiB at most 64 MiB are in flight.
+const snapshotChunkSize = 16 << 10
+
+// snapshotPutAttempts bounds the uploads of one snapshot refused with 429.
+const snapshotPutAttempts = 3
+
+// isTooManyRequests reports whether err is JetStream's "too many requests"
+// (a stream's ingest queue full).
+func isTooManyRequests(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode == errCodeTooManyRequests || apiErr.Code == 429
+	}
+	return strings.Contains(err.Error(), "too many requests")
+}
+
+// errCodeTooManyRequests is nats-server's JSStreamTooManyRequests.
+const errCodeTooManyRequests jetstream.ErrorCode = 10167

@@ -63,6 +63,15 @@ func TestSnapshotRestoreThenReplay(t *testing.T) {
 	if ref.Info.AppliedSeq != atSnap.AppliedSeq || ref.Info.Chunks != atSnap.Chunks || ref.Name != fmt.Sprintf("p%d/%020d", p, atSnap.AppliedSeq) {
 		t.Fatalf("Take()=%+v, want applied seq %d and %d chunks", ref, atSnap.AppliedSeq, atSnap.Chunks)
 	}
+	// Small chunks keep an upload below the stream's ingest queue limit
+	// (snapshotChunkSize).
+	obs, err := h.js.ObjectStore(ctx, consumer.SnapshotBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oi, err := obs.GetInfo(ctx, ref.Name); err != nil || oi.Opts == nil || oi.Opts.ChunkSize != 16<<10 {
+		t.Fatalf("snapshot object %s: %+v, %v; want chunks of 16 KiB", ref.Name, oi, err)
+	}
 	for i := int64(61); i <= 80; i++ {
 		h.publishEvent(message(ns, "chat", "s1", i, fmt.Sprintf("later turn %d about knots", i)))
 	}
