@@ -37,6 +37,7 @@ type benchReport struct {
 	Search      []searchFigure      `json:"search,omitempty"`
 	Concurrency []concurrencyFigure `json:"concurrency,omitempty"`
 	Vector      []vectorFigure      `json:"vector,omitempty"`
+	Cluster     *clusterReport      `json:"cluster,omitempty"` // bench_cluster.go
 }
 
 type ingestFigure struct {
@@ -60,15 +61,19 @@ type searchFigure struct {
 }
 
 // benchSuites are the parts of the bench, in the order they run.
-var benchSuites = []string{"ingest", "stages", "search", "concurrency", "vector"}
+var benchSuites = []string{"ingest", "stages", "search", "concurrency", "vector", "cluster"}
+
+// defaultBenchSuites run when --suite is not given: cluster, which starts
+// several workers per run, runs only when asked.
+var defaultBenchSuites = []string{"ingest", "stages", "search", "concurrency", "vector"}
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench", "[flags]")
-	suite := fs.String("suite", env("MEMINDEX_BENCH_SUITE", strings.Join(benchSuites, ",")), "parts to run, comma-separated: "+strings.Join(benchSuites, ", "))
+	suite := fs.String("suite", env("MEMINDEX_BENCH_SUITE", strings.Join(defaultBenchSuites, ",")), "parts to run, comma-separated: "+strings.Join(benchSuites, ", ")+" (cluster only when named)")
 	locomo := fs.String("locomo", env("MEMINDEX_LOCOMO", "../shared/eval-data/locomo/locomo10.events.jsonl"), "LoCoMo events file; skipped when absent")
 	messages := fs.Int("messages", 100000, "messages in the generated ingest corpus (ingest and stages suites; 0 skips it)")
 	sizes := fs.String("search-chunks", "10000,100000", "namespace sizes (chunks) to measure search latency and concurrency at over NATS; empty skips")
-	queries := fs.Int("queries", 400, "search requests per size and mode")
+	queries := fs.Int("queries", 400, "search requests per size and mode (cluster suite: per path)")
 	modes := fs.String("modes", "hybrid,keyword,vector", "search modes to measure")
 	clients := fs.String("clients", "1,8,64", "concurrency suite: numbers of concurrent NATS clients")
 	concDur := fs.Duration("concurrency-duration", 5*time.Second, "concurrency suite: how long each number of clients searches")
@@ -81,6 +86,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cache := fs.String("cache", "", "vector suite: directory of its cached data files (default: vector-cache under --data, else cache under --out)")
 	render := fs.String("render", "", "measure nothing: merge these report.json files (comma-separated) and write their tables and plot to --out")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	clusterF := registerClusterFlags(fs)
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
@@ -104,6 +110,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	levels, err := parseSizes("--clients", *clients)
+	if err != nil {
+		return err
+	}
+	clusterCfg, err := clusterF.config(*queries)
 	if err != nil {
 		return err
 	}
@@ -170,6 +180,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		rep.Vector = figs
+	}
+	if run["cluster"] {
+		clusterCfg.Dir, clusterCfg.Log = filepath.Join(dir, "cluster"), say
+		if rep.Cluster, err = runClusterSuite(ctx, clusterCfg); err != nil {
+			return err
+		}
 	}
 	if err := writeBenchOutputs(*out, rep); err != nil {
 		return err

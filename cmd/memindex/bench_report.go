@@ -89,6 +89,7 @@ func writeTables(w io.Writer, rep benchReport) error {
 		fmt.Fprintln(w)
 		writeGrowthTables(w, rep)
 	}
+	writeClusterTables(w, rep.Cluster) // bench_cluster.go
 	return nil
 }
 
@@ -249,6 +250,7 @@ func renderReports(paths []string, dir string, stdout io.Writer) error {
 		rep.Search = append(rep.Search, r.Search...)
 		rep.Concurrency = append(rep.Concurrency, r.Concurrency...)
 		rep.Vector = append(rep.Vector, r.Vector...)
+		rep.Cluster = mergeClusterReports(rep.Cluster, r.Cluster)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)

@@ -35,5 +35,11 @@
 // clients, and the vector leg four ways (the shard's in-memory scan, a bare
 // sqlite-vec vec0 table, JSON vectors decoded in process, a plain Go scan)
 // over the same seeded random vectors, whose files it caches between runs;
-// it writes report.json, tables.md and growth.png to --out.
+// it writes report.json, tables.md and growth.png to --out. The cluster
+// suite (bench_cluster.go; only with --suite cluster) starts 1, 2 and 3
+// workers in process on static partition splits of a fresh stream and
+// measures their ingest rate (live, and draining a backlog) with the
+// process's CPU time, search latency
+// direct and routed through a worker that relays to the holder, and how
+// long a dynamic group started cold takes to spread its partitions.
 package main

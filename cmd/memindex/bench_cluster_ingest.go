@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"memindex"
+	"memindex/store"
+)
+
+// Ingest runs of the cluster suite (bench_cluster.go): live and from a backlog.
+
+// Ingest modes of the cluster suite.
+const (
+	ingestLive    = "live"
+	ingestBacklog = "backlog"
+)
+
+// clusterIngestFigure is one run of a number of workers ingesting the
+// corpus.
+type clusterIngestFigure struct {
+	Mode    string `json:"mode"` // live or backlog
+	Workers int    `json:"workers"`
+	Round   int    `json:"round"`
+	// Partitions are each worker's static set, in --partitions syntax.
+	Partitions []string `json:"partitions"`
+	Messages   int      `json:"messages"`
+	Chunks     int64    `json:"chunks"`
+	// Seconds is, live, from the first publish to the last commit;
+	// backlog, from the workers' start of fetching to the last commit.
+	Seconds   float64 `json:"seconds"`
+	PerSecond float64 `json:"messagesPerSecond"`
+	// PublishSeconds is how long the publisher took until the stream had
+	// acknowledged every message: live, while the workers consumed; backlog,
+	// alone, before any worker started.
+	PublishSeconds float64 `json:"publishSeconds"`
+	// PublishCPUMicrosPerMessage (backlog) is the process's CPU time per
+	// message while the corpus was published alone: publisher and server.
+	PublishCPUMicrosPerMessage float64 `json:"publishCpuMicrosPerMessage,omitempty"`
+	// CPUSeconds is the process's user+system time over Seconds: every
+	// worker, the NATS server and (live) the publisher.
+	CPUSeconds          float64 `json:"cpuSeconds"`
+	CPUMicrosPerMessage float64 `json:"cpuMicrosPerMessage"`
+	// CoresBusy is CPUSeconds / Seconds: 2 means both cores of this box.
+	CoresBusy         float64   `json:"coresBusy"`
+	MessagesPerWorker []int64   `json:"messagesPerWorker"`
+	Load1             []float64 `json:"load1"` // the machine's 1-minute load average before and after
+}
+
+// ingestLive starts the workers, then publishes lines at full speed and
+// times them until every partition's shard has applied the last stream
+// sequence of its events.
+func (c *benchCluster) ingestLive(ctx context.Context, sets []string, lines [][]byte) (clusterIngestFigure, error) {
+	if err := c.startWorkers(ctx, sets, "", 0); err != nil {
+		return clusterIngestFigure{}, err
+	}
+	if err := c.waitBound(ctx); err != nil {
+		return clusterIngestFigure{}, err
+	}
+	shards, err := c.shards()
+	if err != nil {
+		return clusterIngestFigure{}, err
+	}
+	msgs, parts, err := corpusMsgs(lines)
+	if err != nil {
+		return clusterIngestFigure{}, err
+	}
+	load0, cpu0 := loadAverage(), processCPU()
+	start := time.Now()
+	last, err := c.publish(ctx, msgs, parts)
+	if err != nil {
+		return clusterIngestFigure{}, err
+	}
+	published := time.Since(start).Seconds()
+	if err := waitApplied(ctx, shards, last); err != nil {
+		return clusterIngestFigure{}, err
+	}
+	el, cpu := time.Since(start).Seconds(), (processCPU() - cpu0).Seconds()
+	fig := clusterIngestFigure{Mode: ingestLive, PublishSeconds: published}
+	err = c.tally(ctx, &fig, sets, len(lines), el, cpu, load0)
+	return fig, err
+}
+
+// ingestBacklog publishes lines with no worker running, then starts the
+// workers and times them, from the moment they all start fetching, until
+// every partition's shard has applied the last stream sequence of its
+// events.
+func (c *benchCluster) ingestBacklog(ctx context.Context, sets []string, lines [][]byte) (clusterIngestFigure, error) {
+	msgs, parts, err := corpusMsgs(lines)
+	if err != nil {
+		return clusterIngestFigure{}, err
+	}
+	cpu0 := processCPU()
+	start := time.Now()
+	last, err := c.publish(ctx, msgs, parts)
+	if err != nil {
+		return clusterIngestFigure{}, err
+	}
+	fig := clusterIngestFigure{Mode: ingestBacklog, PublishSeconds: time.Since(start).Seconds(),
+		PublishCPUMicrosPerMessage: (processCPU() - cpu0).Seconds() * 1e6 / float64(len(lines))}
+	if err := c.startNodes(ctx, sets, "", 0); err != nil {
+		return fig, err
+	}
+	shards, err := c.shards()
+	if err != nil {
+		return fig, err
+	}
+	load0, cpu0 := loadAverage(), processCPU()
+	start = time.Now()
+	c.runNodes(ctx)
+	if err := waitApplied(ctx, shards, last); err != nil {
+		return fig, err
+	}
+	el, cpu := time.Since(start).Seconds(), (processCPU() - cpu0).Seconds()
+	err = c.tally(ctx, &fig, sets, len(lines), el, cpu, load0)
+	return fig, err
+}
+
+// corpusMsgs turns lines into event messages (new ones for every publish:
+// publishing sets their headers) and each one's partition.
+func corpusMsgs(lines [][]byte) ([]*nats.Msg, []int, error) {
+	msgs := make([]*nats.Msg, len(lines))
+	parts := make([]int, len(lines))
+	for i, l := range lines {
+		m, err := eventMsg(l, "", false)
+		if err != nil {
+			return nil, nil, err
+		}
+		msgs[i] = m
+		parts[i] = memindex.Partition(strings.TrimPrefix(m.Subject, memindex.EventSubjectPrefix+"."), memindex.DefaultPartitions)
+	}
+	return msgs, parts, nil
+}
+
+// publish publishes msgs at full speed, a window of acknowledgements in
+// flight, and returns each partition's last stream sequence.
+func (c *benchCluster) publish(ctx context.Context, msgs []*nats.Msg, parts []int) (map[int]uint64, error) {
+	futures := make([]jetstream.PubAckFuture, len(msgs))
+	for i, m := range msgs {
+		var err error
+		if futures[i], err = c.js.PublishMsgAsync(m); err != nil {
+			return nil, fmt.Errorf("publish: %w", err)
+		}
+		if i%4096 == 4095 {
+			<-c.js.PublishAsyncComplete()
+		}
+	}
+	select {
+	case <-c.js.PublishAsyncComplete():
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	last := map[int]uint64{}
+	for i, f := range futures {
+		select {
+		case a := <-f.Ok():
+			last[parts[i]] = max(last[parts[i]], a.Sequence)
+		case err := <-f.Err():
+			return nil, fmt.Errorf("publish: %w", err)
+		}
+	}
+	return last, nil
+}
+
+// shards returns each partition's shard; every partition has one holder.
+func (c *benchCluster) shards() (map[int]*store.Shard, error) {
+	out := map[int]*store.Shard{}
+	for _, n := range c.nodes {
+		for p, sh := range n.shardsNow() {
+			if _, dup := out[p]; dup {
+				return nil, fmt.Errorf("partition %d is held by two workers", p)
+			}
+			out[p] = sh
+		}
+	}
+	if len(out) != memindex.DefaultPartitions {
+		return nil, fmt.Errorf("the workers hold %d partitions, want all %d", len(out), memindex.DefaultPartitions)
+	}
+	return out, nil
+}
+
+// waitApplied polls the partitions still behind until each one's shard
+// has applied the sequence last gives it; two minutes without progress is
+// an error naming them, not a hung bench.
+func waitApplied(ctx context.Context, shards map[int]*store.Shard, last map[int]uint64) error {
+	last = maps.Clone(last)
+	progress := time.Now()
+	return pollUntil(ctx, 24*time.Hour, "ingest", func() (bool, error) {
+		for p, seq := range last {
+			applied, err := shards[p].AppliedSeq(ctx)
+			if err != nil {
+				return false, err
+			}
+			if applied >= seq {
+				delete(last, p)
+				progress = time.Now()
+			}
+		}
+		if len(last) > 0 && time.Since(progress) > 2*time.Minute {
+			return false, fmt.Errorf("partitions %v applied nothing new for 2 minutes", slices.Sorted(maps.Keys(last)))
+		}
+		return len(last) == 0, nil
+	})
+}
+
+// tally fills fig with the run's figures and the shards' counts, and
+// checks that the shards hold every message.
+func (c *benchCluster) tally(ctx context.Context, fig *clusterIngestFigure, sets []string, messages int, el, cpu, load0 float64) error {
+	fig.Workers, fig.Partitions, fig.Messages = len(c.nodes), sets, messages
+	fig.Seconds, fig.PerSecond = el, float64(messages)/el
+	fig.CPUSeconds, fig.CPUMicrosPerMessage, fig.CoresBusy = cpu, cpu*1e6/float64(messages), cpu/el
+	fig.Load1 = []float64{load0, loadAverage()}
+	var applied int64
+	for _, n := range c.nodes {
+		t := totals(ctx, n)
+		fig.MessagesPerWorker = append(fig.MessagesPerWorker, t.messages)
+		fig.Chunks += t.chunks
+		applied += t.messages
+	}
+	if applied != int64(messages) {
+		return fmt.Errorf("the shards hold %d messages after every partition applied its last event, want %d", applied, messages)
+	}
+	return nil
+}
+
+// processCPU is the process's user+system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadAverage is the machine's 1-minute load average (0 when unknown).
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f, _ := strconv.ParseFloat(strings.Fields(string(b) + " 0")[0], 64)
+	return f
+}
