@@ -41,10 +41,13 @@
 // evenly (ceil(P*R/members) each), hands them over on shutdown (Delete
 // with the revision) and takes a dead worker's after the TTL. Slot 0 of a
 // partition is its owner (the one that writes shared artefacts such as
-// snapshots), the other R-1 slots read replicas. Fencing: a lease is valid
-// until TTL/2 after its last successful renewal by the holder's clock;
-// Worker.SetFence makes the partition commit nothing after that instant,
-// while the server lets another worker claim only TTL after that renewal.
+// snapshots), the other R-1 slots read replicas; a replica takes over its
+// partition's free owner slot, and a worker that can take no free slot
+// because it holds all their partitions gets one by a swap
+// (lease_replicas.go). Fencing: a lease is valid until TTL/2 after its
+// last successful renewal by the holder's clock; Worker.SetFence makes the
+// partition commit nothing after that instant, while the server lets
+// another worker claim only TTL after that renewal.
 //
 // EventStreamDrift, DLQStreamDrift and ConsumerDrift (drift.go) compare a
 // stream's or consumer's configuration with what memindex creates, field by

@@ -30,7 +30,11 @@ import (
 // holds at most one slot of a partition). A claim is a KV Create (it fails
 // when the key exists); a renewal is an Update with the revision this
 // worker wrote last (it fails when anyone else wrote the key since); a
-// hand-over is a Delete with that revision.
+// hand-over is a Delete with that revision. When a partition's owner slot
+// is free and a replica holds it, that replica is promoted (it creates slot
+// 0, then deletes its own slot) and the others leave slot 0 to it, so the
+// owner is a caught-up holder at once and the rebuild falls to the new
+// replica.
 //
 // Fencing: a lease is valid by the holder's own clock until TTL/2 after the
 // start of its last successful write, and the worker's commits for the
@@ -251,22 +255,26 @@ func (l *Leaser) tick(ctx context.Context) {
 		l.log.Warn("read the lease table", "err", err)
 		return
 	}
-	members := 0
+	var members []string
 	taken := map[string]bool{}
 	for _, k := range keys {
 		if strings.HasPrefix(k, memberKeyPrefix) {
-			members++
+			members = append(members, k)
 		} else {
 			taken[k] = true
 		}
 	}
-	members = max(members, 1)
-	fair := (l.cfg.Partitions*l.cfg.Replicas + members - 1) / members
+	size := max(len(members), 1)
+	fair := (l.cfg.Partitions*l.cfg.Replicas + size - 1) / size
 	l.mu.Lock()
-	l.members = members
+	l.members = size
 	l.mu.Unlock()
 	l.releaseSurplus(ctx, fair)
+	l.promote(ctx, taken)
 	l.claim(ctx, fair, taken)
+	if l.cfg.Replicas > 1 {
+		l.unstarve(ctx, fair, taken, members)
+	}
 }
 
 // keys lists the bucket's live keys.
@@ -299,7 +307,9 @@ func (l *Leaser) renewAll(ctx context.Context) {
 		rev, err := l.kv.Update(ctx, h.key, v, h.rev)
 		switch {
 		case err == nil:
+			l.mu.Lock() // Leases and Owns read them from other goroutines
 			h.rev, h.valid = rev, start.Add(l.cfg.TTL/2)
+			l.mu.Unlock()
 			l.hooks.Fence(h.p, h.valid)
 		case ctx.Err() != nil:
 			return
@@ -359,7 +369,8 @@ func (l *Leaser) drop(ctx context.Context, h *heldLease, handover bool) {
 
 // claim creates free lease keys until this worker holds fair partitions,
 // starting at a partition derived from its name so that workers starting
-// together do not all race for the same keys.
+// together do not all race for the same keys. A free owner slot whose
+// partition has a replica is left to that replica (promote).
 func (l *Leaser) claim(ctx context.Context, fair int, taken map[string]bool) {
 	h := fnv.New32a()
 	h.Write([]byte(l.self))
@@ -370,31 +381,43 @@ func (l *Leaser) claim(ctx context.Context, fair int, taken map[string]bool) {
 				return
 			}
 			p := (start + i) % l.cfg.Partitions
-			key := leaseKey(p, slot)
-			if taken[key] || l.holds(p) {
-				continue
+			if l.claimable(p, slot, taken) {
+				l.take(ctx, p, slot, taken)
 			}
-			begin := time.Now()
-			v, _ := json.Marshal(leaseValue{Worker: l.cfg.Worker, Slot: slot, At: begin.UTC()})
-			rev, err := l.kv.Create(ctx, key, v)
-			if err != nil {
-				if !errors.Is(err, jetstream.ErrKeyExists) && ctx.Err() == nil {
-					l.log.Warn("claim partition lease", attrPartition, p, attrErr, err)
-				}
-				continue
-			}
-			hl := &heldLease{p: p, slot: slot, key: key, rev: rev, valid: begin.Add(l.cfg.TTL / 2)}
-			if err := l.hooks.Gain(ctx, p, slot == 0, hl.valid); err != nil {
-				l.log.Error("take a claimed partition; giving the lease back", attrPartition, p, attrErr, err)
-				_ = l.kv.Delete(ctx, key, jetstream.LastRevision(rev))
-				continue
-			}
-			l.mu.Lock()
-			l.held[p] = hl
-			l.mu.Unlock()
-			l.log.Info("partition lease claimed", attrPartition, p, "slot", slot, "owner", slot == 0)
 		}
 	}
+}
+
+// claimable reports whether this worker may claim slot of partition p.
+func (l *Leaser) claimable(p, slot int, taken map[string]bool) bool {
+	return !taken[leaseKey(p, slot)] && !l.holds(p) && (slot > 0 || !l.replicaTaken(p, taken))
+}
+
+// take claims slot of partition p and gains p; false when the key exists
+// or Gain fails (the lease is given back).
+func (l *Leaser) take(ctx context.Context, p, slot int, taken map[string]bool) bool {
+	key := leaseKey(p, slot)
+	begin := time.Now()
+	v, _ := json.Marshal(leaseValue{Worker: l.cfg.Worker, Slot: slot, At: begin.UTC()})
+	rev, err := l.kv.Create(ctx, key, v)
+	if err != nil {
+		if !errors.Is(err, jetstream.ErrKeyExists) && ctx.Err() == nil {
+			l.log.Warn("claim partition lease", attrPartition, p, attrErr, err)
+		}
+		return false
+	}
+	hl := &heldLease{p: p, slot: slot, key: key, rev: rev, valid: begin.Add(l.cfg.TTL / 2)}
+	if err := l.hooks.Gain(ctx, p, slot == 0, hl.valid); err != nil {
+		l.log.Error("take a claimed partition; giving the lease back", attrPartition, p, attrErr, err)
+		_ = l.kv.Delete(ctx, key, jetstream.LastRevision(rev))
+		return false
+	}
+	taken[key] = true
+	l.mu.Lock()
+	l.held[p] = hl
+	l.mu.Unlock()
+	l.log.Info("partition lease claimed", attrPartition, p, "slot", slot, "owner", slot == 0)
+	return true
 }
 
 // releaseAll hands every held partition over and leaves the group.

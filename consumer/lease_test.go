@@ -59,6 +59,12 @@ type member struct {
 
 func newMember(t *testing.T, s *server.Server, name string, partitions int, log *leaseLog) *member {
 	t.Helper()
+	return newReplicaMember(t, s, name, partitions, 1, log)
+}
+
+// newReplicaMember is newMember in a group of replicas holders per partition.
+func newReplicaMember(t *testing.T, s *server.Server, name string, partitions, replicas int, log *leaseLog) *member {
+	t.Helper()
 	nc := natstest.Connect(t, s)
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -102,7 +108,7 @@ func newMember(t *testing.T, s *server.Server, name string, partitions int, log 
 		Fence: m.w.SetFence,
 	}
 	m.leaser, err = consumer.NewLeaser(context.Background(), js, consumer.LeaseConfig{
-		Group: "g", Worker: name, Partitions: partitions, TTL: testLeaseTTL}, hooks)
+		Group: "g", Worker: name, Partitions: partitions, Replicas: replicas, TTL: testLeaseTTL}, hooks)
 	if err != nil {
 		t.Fatalf("NewLeaser: %v", err)
 	}
@@ -308,5 +314,133 @@ func TestFencedPartitionDoesNotCommit(t *testing.T) {
 	poll(t, 20*time.Second, func() bool { a, _ := w.Applied(0); return a == ack.Sequence }, func() string {
 		a, _ := w.Applied(0)
 		return fmt.Sprintf("applied %d after the fence moved, want %d", a, ack.Sequence)
+	})
+}
+
+// leaseSlots reads the group's lease table as "p.slot=worker" entries.
+func leaseSlots(t *testing.T, js jetstream.JetStream) []string {
+	t.Helper()
+	table, err := consumer.LeaseTable(context.Background(), js, "g")
+	if err != nil {
+		t.Fatalf("LeaseTable: %v", err)
+	}
+	out := make([]string, 0, len(table))
+	for _, l := range table {
+		out = append(out, fmt.Sprintf("%d.%d=%s", l.Partition, l.Slot, l.Worker))
+	}
+	return out
+}
+
+// ownsAll reports whether m holds the owner lease (slot 0) of every partition.
+func (m *member) ownsAll(partitions int) bool {
+	leases, _ := m.leaser.Leases()
+	for p := range partitions {
+		if !leases[p].Owner {
+			return false
+		}
+	}
+	return true
+}
+
+// TestReplicaIsPromotedWhenTheOwnerDies: a owns both partitions, b holds
+// their replica slots; a dies and b becomes the owner of both, keeping its
+// shards (no drop, no second gain), so no partition is left without an
+// owner although no third worker could claim slot 0.
+func TestReplicaIsPromotedWhenTheOwnerDies(t *testing.T) {
+	const partitions = 2
+	s, js := groupServer(t, partitions)
+	var log leaseLog
+	a := newReplicaMember(t, s, "a", partitions, 2, &log)
+	poll(t, 20*time.Second, func() bool { return a.ownsAll(partitions) }, func() string {
+		return fmt.Sprintf("a holds %v, want the owner slot of both", leaseSlots(t, js))
+	})
+	b := newReplicaMember(t, s, "b", partitions, 2, &log)
+	want := []string{"0.0=a", "0.1=b", "1.0=a", "1.1=b"}
+	poll(t, 20*time.Second, func() bool { return slices.Equal(leaseSlots(t, js), want) }, func() string {
+		return fmt.Sprintf("leases %v, want %v", leaseSlots(t, js), want)
+	})
+	a.close() // a dies: nothing is handed over
+	want = []string{"0.0=b", "1.0=b"}
+	poll(t, 20*time.Second, func() bool { return b.ownsAll(partitions) && slices.Equal(leaseSlots(t, js), want) }, func() string {
+		return fmt.Sprintf("leases %v after the owner died, want %v (b promoted)", leaseSlots(t, js), want)
+	})
+	for p := range partitions {
+		if log.index(fmt.Sprintf("b drop %d", p)) >= 0 {
+			t.Errorf("b dropped partition %d when promoted: %v; want it to keep its shard", p, log.events)
+		}
+	}
+	if got := slices.Sorted(slices.Values(b.w.Held())); !slices.Equal(got, []int{0, 1}) {
+		t.Fatalf("b consumes %v after its promotion, want [0 1]", got)
+	}
+}
+
+// TestOwnerSlotGoesToTheReplicaNotANewWorker: with a third worker free to
+// claim, a dead owner's slot still goes to the partition's replica (it is
+// caught up) and the third worker takes the replica slot it leaves.
+func TestOwnerSlotGoesToTheReplicaNotANewWorker(t *testing.T) {
+	const partitions = 2
+	s, js := groupServer(t, partitions)
+	var log leaseLog
+	a := newReplicaMember(t, s, "a", partitions, 2, &log)
+	poll(t, 20*time.Second, func() bool { return a.ownsAll(partitions) }, func() string {
+		return fmt.Sprintf("a holds %v, want the owner slot of both", leaseSlots(t, js))
+	})
+	newReplicaMember(t, s, "b", partitions, 2, &log)
+	want := []string{"0.0=a", "0.1=b", "1.0=a", "1.1=b"}
+	poll(t, 20*time.Second, func() bool { return slices.Equal(leaseSlots(t, js), want) }, func() string {
+		return fmt.Sprintf("leases %v, want %v", leaseSlots(t, js), want)
+	})
+	c := newReplicaMember(t, s, "c", partitions, 2, &log)
+	poll(t, 20*time.Second, func() bool {
+		_, members := c.leaser.Leases()
+		return members == 3
+	}, func() string { return "c does not see three members" })
+	a.close()
+	want = []string{"0.0=b", "0.1=c", "1.0=b", "1.1=c"}
+	poll(t, 20*time.Second, func() bool { return slices.Equal(leaseSlots(t, js), want) }, func() string {
+		return fmt.Sprintf("leases %v after the owner died, want %v", leaseSlots(t, js), want)
+	})
+}
+
+// TestLateJoinerGetsReplicaSlots: a and b hold every slot of 4 partitions
+// (R=2); when c joins, both hand over their highest partition's slot, and
+// c, which can hold one slot of a partition, would be left below its share
+// with a slot free for good. A member at its share swaps a lease so that
+// every partition ends with two holders.
+func TestLateJoinerGetsReplicaSlots(t *testing.T) {
+	const partitions = 4
+	s, js := groupServer(t, partitions)
+	var log leaseLog
+	a := newReplicaMember(t, s, "a", partitions, 2, &log)
+	poll(t, 20*time.Second, func() bool { return len(a.leaser.Held()) == partitions }, func() string {
+		return fmt.Sprintf("a holds %v, want all", a.leaser.Held())
+	})
+	b := newReplicaMember(t, s, "b", partitions, 2, &log)
+	poll(t, 20*time.Second, func() bool { return len(leaseSlots(t, js)) == 2*partitions }, func() string {
+		return fmt.Sprintf("leases %v, want every slot held", leaseSlots(t, js))
+	})
+	c := newReplicaMember(t, s, "c", partitions, 2, &log)
+	full := func() bool {
+		table := leaseSlots(t, js)
+		if len(table) != 2*partitions {
+			return false
+		}
+		for p := range partitions {
+			ha, hb, hc := slices.Contains(a.leaser.Held(), p), slices.Contains(b.leaser.Held(), p), slices.Contains(c.leaser.Held(), p)
+			n := 0
+			for _, h := range []bool{ha, hb, hc} {
+				if h {
+					n++
+				}
+			}
+			if n != 2 {
+				return false
+			}
+		}
+		return len(c.leaser.Held()) >= 2
+	}
+	poll(t, 20*time.Second, full, func() string {
+		return fmt.Sprintf("leases %v: a=%v b=%v c=%v; want 2 holders of each partition and c holding at least 2",
+			leaseSlots(t, js), a.leaser.Held(), b.leaser.Held(), c.leaser.Held())
 	})
 }

@@ -2,7 +2,9 @@ package query
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -85,46 +87,95 @@ func (r *remote) Status(ctx context.Context) ([]memindex.StatusResponse, error) 
 	return withBackend(sts, BackendRemote), nil
 }
 
-// Sync polls the workers' statuses until every partition they report has
-// nothing pending or unacknowledged, or has applied req.Seq. Nothing
-// pending means everything published before the status was taken is
-// applied; a partition that does not own req.Seq's event reaches that
-// too. It needs at least one worker to answer.
+// Sync polls the workers' statuses until every partition has nothing
+// pending or unacknowledged at each worker that holds it (replicas too), or
+// has applied req.Seq. Nothing pending means everything published before
+// the status was taken is applied; a partition that does not own req.Seq's
+// event reaches that too. A partition no worker reports (nobody holds it,
+// or its holder did not answer within StatusWait) is not synced, and one
+// whose status carries an error must read as caught up on two polls in a
+// row: a worker that cannot read its consumer's counts (it recreates the
+// consumer after an error) reports nothing pending. Sync fails at once,
+// wrapping ErrNoWorker or ErrUnavailable, when nothing subscribes to the
+// status subject or the connection is down, as Search does: polling would
+// only hide it until the deadline. When ctx ends first the error wraps
+// ctx's and says what was still behind.
 func (r *remote) Sync(ctx context.Context, req SyncRequest) error {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	var last error
+	var doubtful map[string]bool
 	for {
 		select {
 		case <-ctx.Done():
 			if last != nil {
-				return fmt.Errorf("sync: %w (last: %v)", ctx.Err(), last)
+				return fmt.Errorf("sync: %w (last: %w)", ctx.Err(), last)
 			}
 			return fmt.Errorf("sync: %w", ctx.Err())
 		case <-t.C:
 		}
-		last = r.synced(ctx, req.Seq)
-		if last == nil {
+		var err error
+		doubtful, err = r.synced(ctx, req.Seq, doubtful)
+		switch {
+		case err == nil:
 			return nil
+		case ctx.Err() != nil: // the status was cut short; keep the last reason
+		case errors.Is(err, ErrNoWorker), errors.Is(err, ErrUnavailable):
+			return fmt.Errorf("sync: %w", err)
+		default:
+			last = err
 		}
 		t.Reset(r.poll)
 	}
 }
 
-func (r *remote) synced(ctx context.Context, seq uint64) error {
-	sts, err := r.Status(ctx)
-	if err != nil {
-		return err
+// synced reports why the workers' statuses do not show every partition
+// applied up to seq (see Sync), or nil. doubtful holds the partitions
+// ("worker/partition") whose status had an error but showed nothing pending
+// at the previous poll; it returns those of this one.
+func (r *remote) synced(ctx context.Context, seq uint64, doubtful map[string]bool) (map[string]bool, error) {
+	if err := r.connected("status"); err != nil {
+		return nil, err
 	}
+	// Not r.Status: no status within the wait (a worker slow to answer)
+	// is a reason to ask again, not ErrNoWorker; only no responders is.
+	sts, err := r.c.Status(ctx, r.wait)
+	if err != nil {
+		return nil, err
+	}
+	if len(sts) == 0 {
+		return nil, fmt.Errorf("no worker answered its status within %s", r.wait)
+	}
+	count := 0
+	reported := map[int]bool{}
+	now := map[string]bool{}
+	var behind error
 	for _, st := range sts {
+		count = max(count, st.PartitionCount)
 		for _, p := range st.Partitions {
-			if p.Pending == 0 && p.AckPending == 0 || seq > 0 && p.AppliedSeq >= seq {
-				continue
+			reported[p.Partition] = true
+			key := st.Worker + "/" + strconv.Itoa(p.Partition)
+			switch {
+			case seq > 0 && p.AppliedSeq >= seq, p.Pending == 0 && p.AckPending == 0 && p.Error == "":
+			case p.Pending == 0 && p.AckPending == 0:
+				now[key] = true
+				if !doubtful[key] && behind == nil {
+					behind = fmt.Errorf("worker %s partition %d: applied %d, nothing pending, but its status says %q; asking again", st.Worker, p.Partition, p.AppliedSeq, p.Error)
+				}
+			case behind == nil:
+				behind = fmt.Errorf("worker %s partition %d: applied %d, %d pending, %d unacknowledged", st.Worker, p.Partition, p.AppliedSeq, p.Pending, p.AckPending)
 			}
-			return fmt.Errorf("worker %s partition %d: applied %d, %d pending, %d unacknowledged", st.Worker, p.Partition, p.AppliedSeq, p.Pending, p.AckPending)
 		}
 	}
-	return nil
+	if behind != nil {
+		return now, behind
+	}
+	for p := range count {
+		if !reported[p] {
+			return now, fmt.Errorf("partition %d: no worker reported it within %s (nobody holds it, or it is moving between workers)", p, r.wait)
+		}
+	}
+	return now, nil
 }
 
 // health gathers the workers' health answers, ready ones only.

@@ -354,6 +354,9 @@ func (n *node) ownershipStatus(resp *memindex.StatusResponse) {
 		if l, ok := leases[p]; ok {
 			ps.LeaseValidSeconds = max(0, time.Until(l.Valid).Seconds())
 			ps.LeaseRevision = l.Revision
+			if l.Owner { // gained as a replica, promoted since (consumer/lease_replicas.go)
+				ps.Role = memindex.RoleOwner
+			}
 		}
 	}
 }
