@@ -139,11 +139,18 @@ type leaseValue struct {
 }
 
 // heldLease is one lease this worker holds.
+//
+// Renewals run in their own goroutine (renewLoop), beside the balancing
+// loop that claims, promotes and releases. op serializes the KV writes of
+// one lease between the two: slot, key, rev and valid are written only
+// with both op and Leaser.mu held, so reading them under either is safe.
 type heldLease struct {
+	op      sync.Mutex
 	p, slot int
 	key     string
 	rev     uint64
 	valid   time.Time // by this worker's clock: start of the last write + TTL/2
+	gone    bool      // dropped: no more writes of this lease
 }
 
 // Leaser claims, renews, balances and releases the partition leases of one
@@ -222,13 +229,27 @@ func parseLeaseKey(key string) (p, slot int, ok bool) {
 // then hands every held partition over (Drop, then the lease is deleted)
 // and leaves the group. The first claims wait one interval after the first
 // heartbeat, so that workers starting together see each other.
+//
+// Renewals and the membership heartbeat run in a goroutine of their own:
+// gaining a partition (Gain: opening its shard, restoring a snapshot of
+// hundreds of MiB, creating consumers while a cluster elects leaders) can
+// take longer than TTL/2, and the leases already held must not lapse, and
+// their partitions stop writing, meanwhile.
 func (l *Leaser) Run(ctx context.Context) {
+	rctx, stopRenewing := context.WithCancel(ctx)
+	renewed := make(chan struct{})
+	go func() { // stopped and waited for below
+		defer close(renewed)
+		l.renewLoop(rctx)
+	}()
 	t := time.NewTicker(l.cfg.Renew)
 	defer t.Stop()
 	for {
 		l.tick(ctx)
 		select {
 		case <-ctx.Done():
+			stopRenewing()
+			<-renewed
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.TTL)
 			l.releaseAll(rctx)
 			cancel()
@@ -238,14 +259,28 @@ func (l *Leaser) Run(ctx context.Context) {
 	}
 }
 
-// tick renews held leases, heartbeats membership, releases the surplus
-// over the fair share and claims free partitions up to it.
+// renewLoop renews every held lease and heartbeats membership every Renew
+// interval until ctx ends.
+func (l *Leaser) renewLoop(ctx context.Context) {
+	t := time.NewTicker(l.cfg.Renew)
+	defer t.Stop()
+	for {
+		l.renewAll(ctx)
+		l.heartbeat(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// tick releases the surplus over the fair share, promotes replicas and
+// claims free partitions up to the share (renewLoop renews).
 func (l *Leaser) tick(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
-	l.renewAll(ctx)
-	l.heartbeat(ctx)
 	l.ticks++
 	if l.ticks < 2 {
 		return
@@ -302,26 +337,38 @@ func (l *Leaser) heartbeat(ctx context.Context) {
 // before it is no longer valid by this worker's clock, is dropped.
 func (l *Leaser) renewAll(ctx context.Context) {
 	for _, h := range l.heldLeases() {
-		start := time.Now()
-		v, _ := json.Marshal(leaseValue{Worker: l.cfg.Worker, Slot: h.slot, At: start.UTC()})
-		rev, err := l.kv.Update(ctx, h.key, v, h.rev)
-		switch {
-		case err == nil:
-			l.mu.Lock() // Leases and Owns read them from other goroutines
-			h.rev, h.valid = rev, start.Add(l.cfg.TTL/2)
-			l.mu.Unlock()
-			l.hooks.Fence(h.p, h.valid)
-		case ctx.Err() != nil:
+		if ctx.Err() != nil {
 			return
-		case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyExists), isWrongRevision(err):
-			l.log.Warn("partition lease lost; stopped writing it", attrPartition, h.p, "slot", h.slot, attrErr, err)
-			l.drop(ctx, h, false)
-		case !time.Now().Before(h.valid):
-			l.log.Warn("partition lease not renewed in time; stopped writing it", attrPartition, h.p, "slot", h.slot, attrErr, err)
-			l.drop(ctx, h, false)
-		default:
-			l.log.Warn("renew partition lease; retrying", attrPartition, h.p, attrErr, err)
 		}
+		l.renew(ctx, h)
+	}
+}
+
+// renew renews one lease (see renewAll).
+func (l *Leaser) renew(ctx context.Context, h *heldLease) {
+	h.op.Lock()
+	defer h.op.Unlock()
+	if h.gone {
+		return
+	}
+	start := time.Now()
+	v, _ := json.Marshal(leaseValue{Worker: l.cfg.Worker, Slot: h.slot, At: start.UTC()})
+	rev, err := l.kv.Update(ctx, h.key, v, h.rev)
+	switch {
+	case err == nil:
+		l.mu.Lock() // Leases and Owns read them from other goroutines
+		h.rev, h.valid = rev, start.Add(l.cfg.TTL/2)
+		l.mu.Unlock()
+		l.hooks.Fence(h.p, h.valid)
+	case ctx.Err() != nil:
+	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyExists), isWrongRevision(err):
+		l.log.Warn("partition lease lost; stopped writing it", attrPartition, h.p, "slot", h.slot, attrErr, err)
+		l.drop(ctx, h, false)
+	case !time.Now().Before(h.valid):
+		l.log.Warn("partition lease not renewed in time; stopped writing it", attrPartition, h.p, "slot", h.slot, attrErr, err)
+		l.drop(ctx, h, false)
+	default:
+		l.log.Warn("renew partition lease; retrying", attrPartition, h.p, attrErr, err)
 	}
 }
 
@@ -354,15 +401,25 @@ func (l *Leaser) releaseSurplus(ctx context.Context, fair int) {
 // release drops h and deletes its lease, so another worker may claim it at
 // once.
 func (l *Leaser) release(ctx context.Context, h *heldLease) {
+	h.op.Lock()
+	defer h.op.Unlock()
+	if h.gone {
+		return
+	}
 	l.drop(ctx, h, true)
 	if err := l.kv.Delete(ctx, h.key, jetstream.LastRevision(h.rev)); err != nil {
 		l.log.Warn("release partition lease; it expires after the TTL", attrPartition, h.p, attrErr, err)
 	}
 }
 
+// drop stops holding h: Drop stops the partition's writes and searches.
+// The caller holds h.op.
 func (l *Leaser) drop(ctx context.Context, h *heldLease, handover bool) {
 	l.mu.Lock()
-	delete(l.held, h.p)
+	h.gone = true
+	if l.held[h.p] == h {
+		delete(l.held, h.p)
+	}
 	l.mu.Unlock()
 	l.hooks.Drop(ctx, h.p, handover)
 }

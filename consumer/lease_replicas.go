@@ -25,30 +25,38 @@ import (
 // claim.
 func (l *Leaser) promote(ctx context.Context, taken map[string]bool) {
 	for _, h := range l.heldLeases() {
-		key := leaseKey(h.p, 0)
-		if h.slot == 0 || taken[key] || ctx.Err() != nil {
-			continue
-		}
-		begin := time.Now()
-		v, _ := json.Marshal(leaseValue{Worker: l.cfg.Worker, Slot: 0, At: begin.UTC()})
-		rev, err := l.kv.Create(ctx, key, v)
-		if err != nil {
-			if !errors.Is(err, jetstream.ErrKeyExists) && ctx.Err() == nil {
-				l.log.Warn("promote a replica lease to the partition's owner", attrPartition, h.p, attrErr, err)
-			}
-			continue
-		}
-		taken[key] = true
-		l.mu.Lock()
-		oldKey, oldRev, oldSlot := h.key, h.rev, h.slot
-		h.slot, h.key, h.rev, h.valid = 0, key, rev, begin.Add(l.cfg.TTL/2)
-		l.mu.Unlock()
-		l.hooks.Fence(h.p, h.valid)
-		if err := l.kv.Delete(ctx, oldKey, jetstream.LastRevision(oldRev)); err != nil {
-			l.log.Warn("release the replica lease after a promotion; it expires after the TTL", attrPartition, h.p, attrErr, err)
-		}
-		l.log.Info("replica promoted to the partition's owner", attrPartition, h.p, "from_slot", oldSlot)
+		l.promoteOne(ctx, h, taken)
 	}
+}
+
+// promoteOne promotes h (see promote) when it is a replica lease and its
+// partition's owner slot is free.
+func (l *Leaser) promoteOne(ctx context.Context, h *heldLease, taken map[string]bool) {
+	h.op.Lock()
+	defer h.op.Unlock()
+	key := leaseKey(h.p, 0)
+	if h.gone || h.slot == 0 || taken[key] || ctx.Err() != nil {
+		return
+	}
+	begin := time.Now()
+	v, _ := json.Marshal(leaseValue{Worker: l.cfg.Worker, Slot: 0, At: begin.UTC()})
+	rev, err := l.kv.Create(ctx, key, v)
+	if err != nil {
+		if !errors.Is(err, jetstream.ErrKeyExists) && ctx.Err() == nil {
+			l.log.Warn("promote a replica lease to the partition's owner", attrPartition, h.p, attrErr, err)
+		}
+		return
+	}
+	taken[key] = true
+	l.mu.Lock()
+	oldKey, oldRev, oldSlot := h.key, h.rev, h.slot
+	h.slot, h.key, h.rev, h.valid = 0, key, rev, begin.Add(l.cfg.TTL/2)
+	l.mu.Unlock()
+	l.hooks.Fence(h.p, h.valid)
+	if err := l.kv.Delete(ctx, oldKey, jetstream.LastRevision(oldRev)); err != nil {
+		l.log.Warn("release the replica lease after a promotion; it expires after the TTL", attrPartition, h.p, attrErr, err)
+	}
+	l.log.Info("replica promoted to the partition's owner", attrPartition, h.p, "from_slot", oldSlot)
 }
 
 // replicaTaken reports whether a replica slot of partition p is held: its
