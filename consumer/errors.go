@@ -31,6 +31,12 @@ var (
 	// no longer this worker's (another claimed it after it expired, or the
 	// key was changed).
 	ErrLeaseLost = errors.New("partition lease lost")
+	// ErrDeliveryGap is wrapped when a partition's consumer delivered a
+	// message whose delivery sequence skips some: deliveries were lost on
+	// the way (a consumer leader change, a cut connection), and committing
+	// the batch would acknowledge, under AckAll, events never applied. The
+	// batch is dropped and the consumer re-positioned from the shard.
+	ErrDeliveryGap = errors.New("consumer deliveries lost in transit")
 	// ErrStreamGap is wrapped when events a partition had not applied are
 	// gone from the event stream (aged out by its limits, purged), or the
 	// stream ends before the partition's applied sequence (deleted and

@@ -486,6 +486,10 @@ func (w *Worker) consumeOnce(ctx context.Context, p *partition) error {
 	defer it.Stop()
 	p.bound.Store(true)
 	defer p.bound.Store(false)
+	// Every consumeOnce runs on a consumer positioned just before (Add, or
+	// consume after an error), whose deliveries are numbered from 1; see
+	// inSequence.
+	var delivered uint64
 	for {
 		first, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
@@ -494,11 +498,17 @@ func (w *Worker) consumeOnce(ctx context.Context, p *partition) error {
 			}
 			return fmt.Errorf("next: %w", err)
 		}
+		if err := inSequence(p.id, first, &delivered); err != nil {
+			return err
+		}
 		msgs := []jetstream.Msg{first}
 		for len(msgs) < w.cfg.BatchSize {
 			m, err := it.Next(jetstream.NextMaxWait(w.cfg.BatchWait))
 			if err != nil {
 				break
+			}
+			if err := inSequence(p.id, m, &delivered); err != nil {
+				return err
 			}
 			msgs = append(msgs, m)
 		}
@@ -511,6 +521,27 @@ func (w *Worker) consumeOnce(ctx context.Context, p *partition) error {
 			return err
 		}
 	}
+}
+
+// inSequence checks that m is the delivery after *delivered and records
+// it. A consumer numbers its deliveries, redeliveries included, so a jump
+// means deliveries sent to this worker never arrived: the consumer's
+// leader moved, or the connection was cut, while they were on the way.
+// The consumer then goes on with later events and would redeliver the
+// lost ones only after AckWait, by when acknowledging a later event would
+// have acknowledged them too (AckAll), unapplied. The batch in hand is
+// dropped instead, and consume re-positions the consumer from the shard.
+func inSequence(p int, m jetstream.Msg, delivered *uint64) error {
+	md, err := m.Metadata()
+	if err != nil {
+		return fmt.Errorf("message metadata: %w", err)
+	}
+	if got := md.Sequence.Consumer; got != *delivered+1 {
+		return fmt.Errorf("partition %d: delivery %d (stream sequence %d) arrived after delivery %d; re-positioning from the shard: %w",
+			p, got, md.Sequence.Stream, *delivered, ErrDeliveryGap)
+	}
+	*delivered++
+	return nil
 }
 
 // shutdownGrace is how long the batch in hand may take to commit once the
