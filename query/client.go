@@ -36,16 +36,41 @@ type Client struct {
 func (c *Client) UsePartitions(p int) { c.partitions.Store(int64(max(p, 0))) }
 
 // request sends data on the namespace's partition subject when P is known,
-// and on the routed subject otherwise or when no holder answers there (the
-// routed subject then answers why: a 503 naming the partition).
+// and on the routed subject otherwise, or when no holder answers there (the
+// routed subject then answers why: a 503 naming the partition), or when
+// the direct attempt gets no answer within half of ctx's time.
+//
+// A direct request can be lost without a trace: while a partition moves,
+// a NATS server of a cluster may still route it to the server of a holder
+// that has just left, which drops it (interest spreads between servers
+// asynchronously). A routed request never waits silently: the worker that
+// relays it answers 503 "retry" when the holder does not answer in time.
+// Searches and reads change nothing, so asking again is safe.
 func (c *Client) request(ctx context.Context, ns string, direct func(p int, ns string) string, routed string, data []byte) (*nats.Msg, error) {
 	if p := int(c.partitions.Load()); p > 0 {
-		msg, err := c.nc.RequestWithContext(ctx, direct(memindex.Partition(ns, p), ns), data)
-		if !errors.Is(err, nats.ErrNoResponders) {
-			return msg, err
+		actx, cancel := halfContext(ctx)
+		msg, err := c.nc.RequestWithContext(actx, direct(memindex.Partition(ns, p), ns), data)
+		cancel()
+		switch {
+		case err == nil:
+			return msg, nil
+		case errors.Is(err, nats.ErrNoResponders):
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		default:
+			return nil, err
 		}
 	}
 	return c.nc.RequestWithContext(ctx, routed, data)
+}
+
+// halfContext returns a context ending at half of ctx's remaining time (ctx
+// itself when it has no deadline).
+func halfContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, time.Until(deadline)/2)
 }
 
 // NewClient returns a Client that sends its requests on nc.
