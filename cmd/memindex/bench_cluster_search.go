@@ -104,7 +104,8 @@ func (c *benchCluster) search(ctx context.Context, ns string, size, queries int)
 		return float64(time.Since(t0).Nanoseconds()) / 1e6, msg.Header.Get(memindex.HeaderForwardedBy), nil
 	}
 	g := corpus.New(7)
-	for i := range 20 { // warm up caches on both paths
+	const warmups = 20
+	for i := range warmups { // warm up caches on both paths
 		q := g.Query(i%2 == 0)
 		if _, err := direct(q); err != nil {
 			return nil, fmt.Errorf("warm-up search: %w", err)
@@ -113,7 +114,11 @@ func (c *benchCluster) search(ctx context.Context, ns string, size, queries int)
 			return nil, fmt.Errorf("warm-up search: %w", err)
 		}
 	}
-	before, err := endpointSearches(ctx, nc, len(c.nodes))
+	// micro counts a request after its handler returns, and the search
+	// handler returns after handing the search to the pool, so the last
+	// warm-up search's reply can arrive before it is counted: wait for the
+	// counts to reach the routed requests sent so far.
+	before, err := settledSearches(ctx, nc, len(c.nodes), warmups)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +150,7 @@ func (c *benchCluster) search(ctx context.Context, ns string, size, queries int)
 			}
 		}
 	}
-	after, err := endpointSearches(ctx, nc, len(c.nodes))
+	after, err := settledSearches(ctx, nc, len(c.nodes), warmups+queries)
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +177,27 @@ func (c *benchCluster) search(ctx context.Context, ns string, size, queries int)
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// settledSearches is endpointSearches once the workers' counts add up to
+// total (2 s at most; then as they are: the caller's cross-check shows
+// the difference).
+func settledSearches(ctx context.Context, nc *nats.Conn, workers, total int) (map[string]int, error) {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		got, err := endpointSearches(ctx, nc, workers)
+		if err != nil {
+			return nil, err
+		}
+		sum := 0
+		for _, n := range got {
+			sum += n
+		}
+		if sum >= total || time.Now().After(deadline) {
+			return got, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // endpointSearches asks every instance of the memindex micro service for
