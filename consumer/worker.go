@@ -463,17 +463,30 @@ func (w *Worker) consume(ctx context.Context, p *partition) {
 			return
 		}
 		p.setErr(err)
-		w.log.Error("consume", attrPartition, p.id, attrErr, err)
+		wait := time.Second
+		if errors.Is(err, ErrDeliveryGap) {
+			// Expected when a consumer's leader moves: re-position at once.
+			w.log.Warn("consume", attrPartition, p.id, attrErr, err)
+			wait = 0
+		} else {
+			w.log.Error("consume", attrPartition, p.id, attrErr, err)
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(time.Second):
+		case <-time.After(wait):
 		}
 		// Re-position after an error: the shard knows what is applied.
 		cons, perr := w.positionConsumer(ctx, p.id, p.applied.Load())
 		if perr == nil {
 			p.cons.Store(&cons)
 			_ = w.checkGap(ctx, p, p.applied.Load(), 0) // a stream deleted and recreated meanwhile
+			continue
+		}
+		select { // not re-positioned: the old consumer would jump again at once
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
 		}
 	}
 }
