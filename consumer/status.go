@@ -98,13 +98,32 @@ type PartitionReadiness struct {
 // when the worker started, so its searches would miss older data.
 func (r PartitionReadiness) Rebuilding() bool { return r.Applied < r.RebuildTarget }
 
+// Rebuilding reports whether held partition p is filling an empty shard
+// from the stream (see PartitionReadiness.Rebuilding), without asking the
+// server anything.
+func (w *Worker) Rebuilding(p int) bool {
+	w.mu.Lock()
+	part, ok := w.byID[p]
+	w.mu.Unlock()
+	return ok && part.applied.Load() < part.rebuildTarget.Load()
+}
+
 // Readiness reports, for every owned partition, whether it is bound, its lag
 // and whether it is rebuilding. It asks the server for each consumer's
 // pending count and reads nothing from the shards, so a probe stays cheap.
 func (w *Worker) Readiness(ctx context.Context) []PartitionReadiness {
+	return w.ReadinessOf(ctx, nil)
+}
+
+// ReadinessOf is Readiness of the owned partitions for which want is true
+// (every one when want is nil): one consumer-info request each.
+func (w *Worker) ReadinessOf(ctx context.Context, want func(p int) bool) []PartitionReadiness {
 	parts := w.snapshot()
 	out := make([]PartitionReadiness, 0, len(parts))
 	for _, p := range parts {
+		if want != nil && !want(p.id) {
+			continue
+		}
 		r := PartitionReadiness{Partition: p.id, Bound: p.bound.Load(), Applied: p.applied.Load(), RebuildTarget: p.rebuildTarget.Load()}
 		if e := p.lastErr.Load(); e != nil && p.applyFailing.Load() {
 			r.ApplyErr = *e

@@ -29,11 +29,7 @@ func TestCrashAtEachFailpoint(t *testing.T) {
 	for _, point := range []string{failpoint.AfterEmbed, failpoint.MidTx, failpoint.AfterCommit} {
 		t.Run(point, func(t *testing.T) {
 			srv := natstest.Server(t)
-			nc := natstest.Connect(t, srv)
-			js, err := jetstream.New(nc)
-			if err != nil {
-				t.Fatal(err)
-			}
+			nc, js := natstest.ConnectJetStream(t, srv)
 			const partitions = 2
 			data := t.TempDir()
 			sessions, events := faultCorpus(11, 2, 8, 60)
@@ -82,11 +78,7 @@ func TestLongRandomKills(t *testing.T) {
 	}
 	bin := failpointBinary(t)
 	srv := natstest.Server(t)
-	nc := natstest.Connect(t, srv)
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(1024))
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := natstest.ConnectJetStream(t, srv, jetstream.WithPublishAsyncMaxPending(1024))
 	const partitions = 4
 	data := t.TempDir()
 	sessions, events := faultCorpus(21, 5, 200, 100)
@@ -133,11 +125,7 @@ func TestDefaultBuildHasNoFailpoints(t *testing.T) {
 	}
 	bin := binary(t)
 	srv := natstest.Server(t)
-	nc := natstest.Connect(t, srv)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := natstest.ConnectJetStream(t, srv)
 	data := t.TempDir()
 	sessions, events := faultCorpus(5, 1, 4, 40)
 	c := startChild(t, bin, failpointEnv(failpoint.AfterEmbed+":1"), childArgs(srv.ClientURL(), data, 2)...)

@@ -205,7 +205,7 @@ func (d *doctor) checkJetStream(ctx context.Context, nc *nats.Conn) jetstream.Je
 		d.add("jetstream", checkFail, err.Error(), "check that this user may use the JetStream API ($JS.API.>)")
 		return nil
 	}
-	d.add("jetstream", checkOK, fmt.Sprintf("enabled; account has %d streams, %d consumers, %s stored", ai.Streams, ai.Consumers, storeSize(ai.Store)), "")
+	d.add("jetstream", checkOK, fmt.Sprintf("enabled; account has %d streams, %d consumers, %s stored", ai.Streams, ai.Consumers, byteSize(int64(ai.Store))), "")
 	return js
 }
 
@@ -492,17 +492,4 @@ func redactKeys(s string) string {
 		}
 	}
 	return s
-}
-
-// storeSize formats a JetStream account's stored bytes.
-func storeSize(n uint64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

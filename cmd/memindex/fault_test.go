@@ -43,11 +43,7 @@ func TestSIGTERMMidBatchCommitsAndAcksOnce(t *testing.T) {
 	}
 	bin := failpointBinary(t)
 	srv := natstest.Server(t)
-	nc := natstest.Connect(t, srv)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := natstest.ConnectJetStream(t, srv)
 	const partitions = 2
 	data := t.TempDir()
 	sessions, events := faultCorpus(31, 2, 6, 60)
@@ -369,11 +365,7 @@ func TestConnectionCutLongerThanAckWait(t *testing.T) {
 	}
 	bin := failpointBinary(t)
 	srv := natstest.Server(t)
-	nc := natstest.Connect(t, srv)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := natstest.ConnectJetStream(t, srv)
 	px := newTCPProxy(t, srv.Addr().String())
 	const partitions = 2
 	data := t.TempDir()
@@ -437,11 +429,7 @@ func TestDiskFullNoAckNotReadyThenResumes(t *testing.T) {
 	}
 	bin := failpointBinary(t)
 	srv := natstest.Server(t)
-	nc := natstest.Connect(t, srv)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := natstest.ConnectJetStream(t, srv)
 	const partitions = 2
 	data := t.TempDir()
 	sessions, events := faultCorpus(61, 2, 10, 90)
@@ -585,11 +573,7 @@ func TestSearchesDuringFullSpeedIngest(t *testing.T) {
 	}
 	bin := failpointBinary(t)
 	srv := natstest.Server(t)
-	nc := natstest.Connect(t, srv)
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(1024))
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := natstest.ConnectJetStream(t, srv, jetstream.WithPublishAsyncMaxPending(1024))
 	const partitions = 2
 	data := t.TempDir()
 	sessions, events := faultCorpus(71, 4, 40, perSession)

@@ -138,19 +138,13 @@ func (n *node) holds(p int) bool { return p >= 0 && p < len(n.own.ready) && n.ow
 // being rebuilt from the stream (new, deleted or replaced): its searches
 // would miss older data, so it answers 503 "catching up" until watchReady
 // finds it caught up, as a partition gained in a group does.
-func (n *node) serveStatic(ctx context.Context) error {
-	rebuilding := map[int]bool{}
+func (n *node) serveStatic() error {
 	n.genMu.RLock()
 	w := n.serving.worker
 	n.genMu.RUnlock()
-	for _, r := range w.Readiness(ctx) {
-		if r.Rebuilding() {
-			rebuilding[r.Partition] = true
-		}
-	}
 	for _, p := range n.own.initial {
 		n.own.owner[p].Store(true)
-		if rebuilding[p] {
+		if w.Rebuilding(p) {
 			n.log.Info("partition rebuilding from the stream; its searches answer 503 until it has caught up", "partition", p)
 			continue
 		}
@@ -314,8 +308,10 @@ func (n *node) watchReady(ctx context.Context) {
 		n.genMu.RLock()
 		w := n.serving.worker
 		n.genMu.RUnlock()
-		for _, r := range w.Readiness(ctx) {
-			if n.holds(r.Partition) || !n.caughtUp(r) {
+		// Only the held partitions not serving yet: once all serve, a
+		// poll asks the server nothing.
+		for _, r := range w.ReadinessOf(ctx, func(p int) bool { return !n.holds(p) }) {
+			if !n.caughtUp(r) {
 				continue
 			}
 			if err := n.svc.Serve(r.Partition); err != nil {

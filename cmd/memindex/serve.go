@@ -308,7 +308,7 @@ func startNode(ctx context.Context, c serveConfig, log *slog.Logger) (_ *node, e
 	if c.group != "" {
 		err = n.startLeaser(sctx)
 	} else {
-		err = n.serveStatic(sctx)
+		err = n.serveStatic()
 	}
 	if err != nil {
 		return nil, err

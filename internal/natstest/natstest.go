@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Server starts an in-process nats-server with JetStream on a random port,
@@ -54,4 +55,16 @@ func Connect(tb testing.TB, s *server.Server) *nats.Conn {
 	}
 	tb.Cleanup(nc.Close)
 	return nc
+}
+
+// ConnectJetStream connects to s (closed when the test ends) and returns
+// the connection with a JetStream context on it made with opts.
+func ConnectJetStream(tb testing.TB, s *server.Server, opts ...jetstream.JetStreamOpt) (*nats.Conn, jetstream.JetStream) {
+	tb.Helper()
+	nc := Connect(tb, s)
+	js, err := jetstream.New(nc, opts...)
+	if err != nil {
+		tb.Fatalf("jetstream: %v", err)
+	}
+	return nc, js
 }
