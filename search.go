@@ -30,6 +30,10 @@ const (
 	MaxK           = 200
 	MaxQueryBytes  = 16 << 10
 	MaxRequestSize = 64 << 10
+	// MaxAround is the most neighbours a hit may carry on each side.
+	MaxAround = 10
+	// budgetK is the cap on hits of a request with a token budget and no k.
+	budgetK = 50
 )
 
 // SearchRequest asks one namespace a hybrid question. Every field but
@@ -61,6 +65,24 @@ type SearchRequest struct {
 	// HalfLifeHours decays the score of older session and record hits by
 	// half every so many hours (0: off; memory files never decay).
 	HalfLifeHours float64 `json:"halfLifeHours,omitempty"`
+	// Budget, when positive, is the most messages the response may hold as
+	// hits: the best hits in rank order while they fit (a session hit is
+	// one message; a memory file section or a record counts as one). K
+	// stays the cap on hits; a request with Budget and no K gets
+	// K = Budget.
+	Budget int `json:"budget,omitempty"`
+	// BudgetTokens, when positive, is the most estimated tokens the hits'
+	// texts and their Around neighbours may take together: hits are taken
+	// in rank order, and one that does not fit in what is left is passed
+	// over for the next that does. A request with BudgetTokens and no K or
+	// Budget gets K = 50 (or MaxK when lower).
+	BudgetTokens int `json:"budgetTokens,omitempty"`
+	// Around, when positive, attaches up to Around messages before and
+	// after each session hit, from the same session (Hit.Context). They
+	// are context, not hits: they never count towards K or Budget, and a
+	// message that is a hit is not repeated as another hit's context.
+	// At most MaxAround.
+	Around int `json:"around,omitempty"`
 }
 
 // Normalize fills defaults (k, mode, fusion) and validates the request
@@ -81,7 +103,20 @@ func (l Limits) NormalizeSearch(r *SearchRequest) error {
 	if len(r.Query) > l.MaxQueryBytes {
 		return tooLarge("query", len(r.Query), l.MaxQueryBytes)
 	}
+	if r.Budget < 0 {
+		return fieldErr("budget", "must not be negative, got %d", r.Budget)
+	}
+	if r.BudgetTokens < 0 {
+		return fieldErr("budgetTokens", "must not be negative, got %d", r.BudgetTokens)
+	}
+	if r.Around < 0 || r.Around > MaxAround {
+		return fieldErr("around", "must be between 0 and %d, got %d", MaxAround, r.Around)
+	}
 	switch {
+	case r.K == 0 && r.Budget > 0:
+		r.K = min(r.Budget, l.MaxK)
+	case r.K == 0 && r.BudgetTokens > 0:
+		r.K = min(budgetK, l.MaxK)
 	case r.K == 0:
 		r.K = min(DefaultK, l.MaxK)
 	case r.K < 0 || r.K > l.MaxK:
@@ -162,6 +197,9 @@ type SearchResponse struct {
 	Partition      int     `json:"partition"`
 	AppliedSeq     uint64  `json:"appliedSeq"`
 	TookMs         float64 `json:"tookMs"`
+	// Used says what the hits (and their context) cost, and which budget
+	// stopped the response, if any.
+	Used Usage `json:"used"`
 	// Explain, when the request set explain, says what each stage did, in
 	// order; each hit's Scores hold its per-leg ranks and scores.
 	Explain []Stage `json:"explain,omitempty"`
@@ -205,25 +243,73 @@ type Leg struct {
 	TookMs   float64 `json:"tookMs"`
 }
 
-// Hit is one retrieved chunk with its provenance.
+// Usage is what one response's hits cost an agent that pastes them.
+type Usage struct {
+	// Hits is the number of hits; Messages the messages they hold (a
+	// session hit is one message, a file section or record counts one).
+	Hits     int `json:"hits"`
+	Messages int `json:"messages"`
+	// Tokens estimates the tokens of the hits' texts and their context
+	// messages together.
+	Tokens int `json:"tokens"`
+	// ContextMessages counts the Around neighbours attached to the hits.
+	ContextMessages int `json:"contextMessages,omitempty"`
+	// Budget and BudgetTokens echo the request's budgets (0: none).
+	Budget       int `json:"budget,omitempty"`
+	BudgetTokens int `json:"budgetTokens,omitempty"`
+	// Stopped names the budget that left hits out: "budget" or
+	// "budgetTokens"; empty when none did (K may still have).
+	Stopped string `json:"stopped,omitempty"`
+}
+
+// Hit is one result with its provenance. For sessions a hit is one whole
+// message (Seq, MessageID, Speaker, Role, Text as sent), never repeated
+// within a response; for memory files a section (Path, LineStart..LineEnd);
+// for records a record (RecordID).
 type Hit struct {
-	ID         string   `json:"id"`
-	Source     string   `json:"source"`
-	Text       string   `json:"text"`
-	Snippet    string   `json:"snippet"`
-	Score      float64  `json:"score"`
-	SessionKey string   `json:"sessionKey,omitempty"`
-	SessionID  string   `json:"sessionId,omitempty"`
-	SeqStart   int64    `json:"seqStart,omitempty"`
-	SeqEnd     int64    `json:"seqEnd,omitempty"`
+	// ID identifies the hit's unit: for a message, the id of its indexed
+	// chunk (the first piece of a split message); for a file section or
+	// record, its chunk id.
+	ID         string  `json:"id"`
+	Source     string  `json:"source"`
+	Text       string  `json:"text"`
+	Snippet    string  `json:"snippet"`
+	Score      float64 `json:"score"`
+	SessionKey string  `json:"sessionKey,omitempty"`
+	SessionID  string  `json:"sessionId,omitempty"`
+	// Seq, MessageID, Speaker and Role describe a session hit's message.
+	Seq       int64  `json:"seq,omitempty"`
+	MessageID string `json:"messageId,omitempty"`
+	Speaker   string `json:"speaker,omitempty"`
+	Role      string `json:"role,omitempty"`
+	// SeqStart and SeqEnd are the seq range of the messages the hit holds
+	// (both Seq for a message hit).
+	SeqStart int64 `json:"seqStart,omitempty"`
+	SeqEnd   int64 `json:"seqEnd,omitempty"`
+	// MessageIDs lists the non-empty ids of the messages the hit holds.
 	MessageIDs []string `json:"messageIds,omitempty"`
 	Path       string   `json:"path,omitempty"`
 	RecordID   string   `json:"recordId,omitempty"`
 	LineStart  int      `json:"lineStart,omitempty"`
 	LineEnd    int      `json:"lineEnd,omitempty"`
 	Timestamp  string   `json:"timestamp,omitempty"`
+	// Context holds the Around neighbours of a session hit, in seq order:
+	// context, not hits.
+	Context []ContextMessage `json:"context,omitempty"`
 	// Scores holds the per-leg scores and ranks when the request set explain.
 	Scores *HitScores `json:"scores,omitempty"`
+}
+
+// ContextMessage is a neighbour of a session hit, attached by Around.
+type ContextMessage struct {
+	Seq       int64  `json:"seq"`
+	MessageID string `json:"messageId,omitempty"`
+	Speaker   string `json:"speaker,omitempty"`
+	Role      string `json:"role,omitempty"`
+	Text      string `json:"text"`
+	Timestamp string `json:"timestamp,omitempty"`
+	// Context is always true: the message is context, not a hit.
+	Context bool `json:"context"`
 }
 
 // HitScores explains a fused score. A leg that did not find the hit has rank 0.

@@ -20,9 +20,8 @@ var (
 )
 
 const (
-	defaultBudgetTokens  = 400
-	defaultOverlapTokens = 60
-	defaultContextMsgs   = 2
+	defaultBudgetTokens = 400
+	defaultContextMsgs  = 2
 	// idDomain starts the hashed input of every chunk id; a change to the id
 	// scheme changes it.
 	idDomain = "memindex/chunk/v2\x00"
@@ -40,8 +39,9 @@ type Message struct {
 
 // Config sets the size of chunks. The zero Config gives the defaults.
 type Config struct {
-	BudgetTokens  int // default 400 when 0
-	OverlapTokens int // default 60 when 0; must be < BudgetTokens/2
+	// BudgetTokens is the most tokens of one chunk: a message whose line
+	// is longer is split into pieces (default 400 when 0).
+	BudgetTokens int
 	// ContextMessages is how many messages before a chunk go into its
 	// Context: default 2 when 0, none when negative.
 	ContextMessages int
@@ -54,9 +54,6 @@ type Config struct {
 func (c Config) WithDefaults() Config {
 	if c.BudgetTokens == 0 {
 		c.BudgetTokens = defaultBudgetTokens
-	}
-	if c.OverlapTokens == 0 {
-		c.OverlapTokens = defaultOverlapTokens
 	}
 	if c.ContextMessages == 0 {
 		c.ContextMessages = defaultContextMsgs
@@ -74,24 +71,19 @@ func (c Config) Validate() error {
 	switch {
 	case c.BudgetTokens < 0:
 		return fmt.Errorf("budget of %d tokens is negative: %w", c.BudgetTokens, ErrInvalidConfig)
-	case c.OverlapTokens < 0:
-		return fmt.Errorf("overlap of %d tokens is negative: %w", c.OverlapTokens, ErrInvalidConfig)
 	case c.ContextTokens < 0:
 		return fmt.Errorf("context of %d tokens is negative: %w", c.ContextTokens, ErrInvalidConfig)
-	case c.OverlapTokens > (c.BudgetTokens-1)/2: // 2*overlap >= budget, without overflow
-		return fmt.Errorf("overlap of %d tokens is not under half the budget of %d: %w",
-			c.OverlapTokens, c.BudgetTokens, ErrInvalidConfig)
 	}
 	return nil
 }
 
-// Chunk is one retrieval unit of a session: a window of whole consecutive
-// messages, or one piece of a message too long for a window.
+// Chunk is one retrieval unit of a session: one message, or one piece of a
+// message too long for the budget.
 type Chunk struct {
-	ID       string // stable id: hex of 16 bytes of SHA-256 over scope, SeqStart, SeqEnd, Part and Text
-	SeqStart int64
+	ID       string // stable id: hex of 16 bytes of SHA-256 over scope, SeqStart, SeqEnd, Part, Text and Context
+	SeqStart int64  // the message's seq (SeqEnd is the same)
 	SeqEnd   int64
-	Part     int // 0 for windows; 0..n-1 for the pieces of a split over-long message
+	Part     int // 0 for a whole message; 0..n-1 for the pieces of a split over-long message
 	// Context is what the chunk's text answers or follows: its date
 	// (TimeStart as "2 January 2006", UTC) on its own line when known, then
 	// the lines of up to ContextMessages messages before it, within
@@ -132,35 +124,30 @@ func Line(m Message) string {
 // chunk ids. It returns nil for no messages and panics if cfg is invalid:
 // check it once with Validate.
 //
-// A window packs the lines of consecutive messages (see Line), joined by
-// "\n", greedily from its start message while EstimateTokens of its text stays
-// within the budget. The next window starts at the earliest message m after
-// the start such that the messages from m to the window's end take at most
-// OverlapTokens and, with the message after the end, still fit the budget; at
-// the message after the end when there is no such m. A message whose line
-// alone exceeds the budget is split into pieces, each a chunk starting with
-// the message's "Speaker: " prefix and within the budget, cut after a sentence
-// end in the second half of the piece, else after the last whitespace, else at
-// the last rune that fits. Windows do not overlap a split message. A piece
-// exceeds the budget only when the prefix alone takes more than half of it;
-// then each piece holds at most half a budget of text.
+// The unit is the message: each message is one chunk whose text is its Line,
+// so a search hit is one whole turn and never pays for its neighbours. A
+// message whose line alone exceeds the budget is split into pieces (Part 0,
+// 1, ...), each starting with the message's "Speaker: " prefix and within the
+// budget, cut after a sentence end in the second half of the piece, else
+// after the last whitespace, else at the last rune that fits; a search
+// returns such a message once, whole. A piece exceeds the budget only when
+// the prefix alone takes more than half of it; then each piece holds at most
+// half a budget of text. What helps ranking beyond the message itself (its
+// date, the messages before it) is its Context.
 //
-// Chunks are prefix stable, because a window depends only on its start
-// message and the messages after it: every chunk of Session(msgs[:n]) but the
-// last (and the pieces of the last message) is a chunk of Session(msgs), and
-// if a chunk c of Session(msgs) with Part 0 starts at msgs[i], then
-// Session(msgs[i:]) is the chunks of Session(msgs) from c on. A caller
-// re-chunks a session from the start of its last stored chunk.
+// Chunks are prefix stable: a message's chunks depend only on it and the
+// ContextMessages messages before it, so every chunk of Session(msgs[:n]) is
+// a chunk of Session(msgs), and SessionAfter(msgs[:i], msgs[i:]) is the
+// chunks of Session(msgs) from message i on.
 func Session(cfg Config, scope string, msgs []Message) []Chunk {
 	return SessionAfter(cfg, scope, nil, msgs)
 }
 
 // SessionAfter chunks msgs as Session does, given the messages before them
 // (sorted, possibly none), which only give the first chunks their Context:
-// if a chunk c of Session(all) with Part 0 starts at all[i], then
-// SessionAfter(all[:i], all[i:]) is the chunks of Session(all) from c on,
-// Context included. A caller re-chunking a session's tail passes the last
-// ContextMessages stored messages before it.
+// SessionAfter(all[:i], all[i:]) is the chunks of Session(all) from all[i]
+// on, Context included. A caller re-chunking a session's tail passes the
+// last ContextMessages stored messages before it.
 func SessionAfter(cfg Config, scope string, before, msgs []Message) []Chunk {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -179,18 +166,12 @@ func SessionAfter(cfg Config, scope string, before, msgs []Message) []Chunk {
 	for i := range msgs {
 		b.lines[i] = newLine(&msgs[i], cfg.BudgetTokens)
 	}
-	for start := first; start < len(msgs); {
-		if b.lines[start].long {
-			b.split(start)
-			start++
+	for i := first; i < len(msgs); i++ {
+		if b.lines[i].long {
+			b.split(i)
 			continue
 		}
-		end, z := b.pack(start)
-		b.window(start, end, z)
-		if end == len(msgs)-1 {
-			break
-		}
-		start = b.next(start, end)
+		b.message(i)
 	}
 	return b.out
 }
@@ -245,51 +226,11 @@ type builder struct {
 	out   []Chunk
 }
 
-// pack returns the last message of the window that starts at start, and the
-// size of its text.
-func (b *builder) pack(start int) (end int, z size) {
-	z = b.lines[start].size
-	for end = start; end+1 < len(b.lines) && !b.lines[end+1].long; end++ {
-		next := z.joined(b.lines[end+1].size)
-		if next.tokens() > b.cfg.BudgetTokens {
-			break
-		}
-		z = next
-	}
-	return end, z
-}
-
-// next returns where the window after [start, end] starts; end is not the
-// last message.
-func (b *builder) next(start, end int) int {
-	after := end + 1
-	if b.lines[after].long {
-		return after
-	}
-	var z size
-	for m := end; m > start; m-- {
-		if m == end {
-			z = b.lines[m].size
-		} else {
-			z = b.lines[m].size.joined(z)
-		}
-		if z.tokens() > b.cfg.OverlapTokens || z.joined(b.lines[after].size).tokens() > b.cfg.BudgetTokens {
-			break
-		}
-		after = m
-	}
-	return after
-}
-
-func (b *builder) window(start, end int, z size) {
-	hdr := b.header(b.msgs[start].Seq, b.msgs[end].Seq, 0)
-	for i := start; i <= end; i++ {
-		if i > start {
-			b.buf = append(b.buf, '\n')
-		}
-		b.buf = b.lines[i].appendTo(b.buf)
-	}
-	b.emit(hdr, start, end, 0, z)
+// message emits message i, which fits the budget, as one chunk.
+func (b *builder) message(i int) {
+	hdr := b.header(b.msgs[i].Seq, b.msgs[i].Seq, 0)
+	b.buf = b.lines[i].appendTo(b.buf)
+	b.emit(hdr, i, i, 0, b.lines[i].size)
 }
 
 // split emits the pieces of the over-long message i.

@@ -78,7 +78,7 @@ func benchmarkIngest(b *testing.B, cfg consumer.Config) {
 	defer sh.Close(context.Background())
 	cfg.Partitions = []int{0}
 	cfg.BatchSize = 500
-	cfg.Chunker = chunker.Config{BudgetTokens: 120, OverlapTokens: 20}
+	cfg.Chunker = chunker.Config{BudgetTokens: 120}
 	w, err := consumer.New(js, cfg, map[int]consumer.Shard{0: sh}, emb)
 	if err != nil {
 		b.Fatal(err)

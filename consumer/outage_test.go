@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"memindex/chunker"
 	"memindex/embedder"
 	"memindex/store"
 )
@@ -120,7 +121,7 @@ func TestProviderOutageLosesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, id := range ids {
-			vec, err := emb.Embed(ctx, embedder.Request{Texts: []string{recs[id].Text}, Kind: embedder.KindQuery})
+			vec, err := emb.Embed(ctx, embedder.Request{Texts: []string{chunker.EmbedText(recs[id].Context, recs[id].Text)}, Kind: embedder.KindQuery})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,7 +19,7 @@ import (
 // session at once.
 func TestPlanAnyArrivalOrderGivesTheCleanChunking(t *testing.T) {
 	ctx := context.Background()
-	cc := chunker.Config{BudgetTokens: 60, OverlapTokens: 12}
+	cc := chunker.Config{BudgetTokens: 60}
 	words := strings.Fields("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau")
 	for trial := range 40 {
 		r := rand.New(rand.NewPCG(uint64(trial), 99))

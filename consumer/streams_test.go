@@ -138,7 +138,7 @@ func TestEnsureStreamsReplicasInACluster(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = sh.Close(context.Background()) })
 	w, err := consumer.New(js, consumer.Config{Partitions: []int{0}, BatchSize: 50,
-		Chunker: chunker.Config{BudgetTokens: 120, OverlapTokens: 20}}, map[int]consumer.Shard{0: sh}, emb)
+		Chunker: chunker.Config{BudgetTokens: 120}}, map[int]consumer.Shard{0: sh}, emb)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func startWorker(t *testing.T, js jetstream.JetStream, cfg consumer.Config) *con
 		seams[p] = sh
 		cfg.Partitions = append(cfg.Partitions, p)
 	}
-	cfg.Chunker = chunker.Config{BudgetTokens: 120, OverlapTokens: 20}
+	cfg.Chunker = chunker.Config{BudgetTokens: 120}
 	w, err := consumer.New(js, cfg, seams, emb)
 	if err != nil {
 		t.Fatalf("consumer.New: %v", err)

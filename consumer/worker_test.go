@@ -86,7 +86,7 @@ func (h *harness) start() {
 	}
 	w, err := consumer.New(h.js, consumer.Config{
 		Partitions: parts, BatchSize: 200, BackfillInterval: 50 * time.Millisecond,
-		Chunker:           chunker.Config{BudgetTokens: 120, OverlapTokens: 20},
+		Chunker:           chunker.Config{BudgetTokens: 120},
 		InactiveThreshold: h.inactive,
 	}, seams, h.emb)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -240,6 +241,9 @@ func (e *Engine) Search(ctx context.Context, req memindex.SearchRequest) (memind
 	} else if in > len(hits) {
 		xs.add("top-k", in, len(hits), fmt.Sprintf("kept the first %d", req.K))
 	}
+	if hits, err = e.fit(ctx, shard, req, hits, &resp.Used, &xs); err != nil {
+		return memindex.SearchResponse{}, fmt.Errorf("search %s: %w", req.Namespace, err)
+	}
 	if dropped > 0 {
 		// Not degraded in the sense of a leg, but visible: a Searcher that
 		// answers with another namespace's chunks is a bug worth seeing.
@@ -376,11 +380,14 @@ func single(cands []store.Candidate, vector bool) []Fused {
 }
 
 // hydrate turns the best fused candidates into at most req.K hits, fetching
-// chunks a round at a time. A chunk that vanished since the leg ran, that is
-// of a source the request excludes, or (a Searcher bug) of another namespace
-// is dropped; dropped counts the last kind.
+// chunks a round at a time. A hit is a unit, never repeated: the message of
+// a session chunk (the best-ranked of its pieces stands for a split
+// message), a file section, a record. A chunk that vanished since the leg
+// ran, that is of a source the request excludes, or (a Searcher bug) of
+// another namespace is dropped; dropped counts the last kind.
 func (e *Engine) hydrate(ctx context.Context, s Searcher, req memindex.SearchRequest, fused []Fused, snippets map[string]string, fusion string) (hits []memindex.Hit, dropped int, err error) {
 	hits = make([]memindex.Hit, 0, min(req.K, len(fused)))
+	seen := make(map[string]bool, min(req.K, len(fused)))
 	for len(fused) > 0 && len(hits) < req.K {
 		batch := fused[:min(req.K-len(hits), len(fused))]
 		fused = fused[len(batch):]
@@ -403,10 +410,27 @@ func (e *Engine) hydrate(ctx context.Context, s Searcher, req memindex.SearchReq
 			case !wantSource(req.Sources, sourceOf(rec)):
 				continue
 			}
+			key := unitKey(rec)
+			if seen[key] || len(hits) == req.K {
+				continue
+			}
+			seen[key] = true
 			hits = append(hits, hit(rec, f, snippets[f.ID], req.Explain, fusion))
 		}
 	}
 	return hits, dropped, nil
+}
+
+// unitKey names the unit a chunk's hit returns: its message for a session
+// chunk of one message, else the chunk's unit id.
+func unitKey(rec store.ChunkRecord) string {
+	if m := rec.Message; m != nil {
+		return "m\x00" + rec.SessionKey + "\x00" + rec.SessionID + "\x00" + strconv.FormatInt(m.Seq, 10)
+	}
+	if rec.UnitID != "" {
+		return "c\x00" + rec.UnitID
+	}
+	return "c\x00" + rec.ID
 }
 
 func sourceOf(rec store.ChunkRecord) string {
@@ -432,8 +456,12 @@ func hit(rec store.ChunkRecord, f Fused, snippet string, explain bool, fusion st
 	if snippet == "" {
 		snippet = cut(rec.Text, snippetRunes)
 	}
+	id := rec.ID
+	if rec.UnitID != "" {
+		id = rec.UnitID
+	}
 	h := memindex.Hit{
-		ID:         rec.ID,
+		ID:         id,
 		Source:     sourceOf(rec),
 		Text:       rec.Text,
 		Snippet:    snippet,
@@ -443,6 +471,13 @@ func hit(rec store.ChunkRecord, f Fused, snippet string, explain bool, fusion st
 		SeqStart:   rec.SeqStart,
 		SeqEnd:     rec.SeqEnd,
 		MessageIDs: rec.MessageIDs,
+	}
+	if m := rec.Message; m != nil && h.Source == memindex.SourceSessions {
+		// One whole message, however it was cut for indexing.
+		h.Text, h.Seq, h.MessageID, h.Speaker, h.Role = m.Text, m.Seq, m.ID, m.Speaker, m.Role
+		if !m.Time.IsZero() {
+			rec.TimeEnd = m.Time
+		}
 	}
 	if h.Source == memindex.SourceRecords {
 		h.RecordID, h.SeqStart, h.SeqEnd = rec.Path, 0, 0

@@ -48,6 +48,11 @@ var (
 	// damaged (digest, integrity_check or FTS5 integrity-check fails) or
 	// does not record what its description says.
 	ErrSnapshot = errors.New("snapshot invalid")
+	// ErrOldUnits is returned by Open (read-write) when the shard holds
+	// session chunks that span several messages: it was built by a
+	// memindex that indexed windows of messages, and a search now returns
+	// one message a hit. Rebuild it from the stream (memindex rebuild).
+	ErrOldUnits = errors.New("shard holds multi-message session windows of an older memindex")
 	// ErrClosed is returned by every method called after Close.
 	ErrClosed = errors.New("store closed")
 )

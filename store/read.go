@@ -114,7 +114,10 @@ func placeholders(n int) string {
 
 // Chunks returns the stored chunks among ids, keyed by id; ids not stored are
 // absent. MessageIDs lists, in seq order, the non-empty ids of the messages
-// of the chunk's session with seq in [SeqStart, SeqEnd]. All reads share one
+// of the chunk's session with seq in [SeqStart, SeqEnd]. A session chunk of
+// one message (every chunk the chunker makes today) also carries that
+// message whole in Message; when it is a later piece of a split message,
+// UnitID is the id of the message's first piece. All reads share one
 // snapshot.
 func (s *Shard) Chunks(ctx context.Context, ids []string) (map[string]ChunkRecord, error) {
 	if err := s.check(); err != nil {
@@ -139,37 +142,73 @@ func (s *Shard) Chunks(ctx context.Context, ids []string) (map[string]ChunkRecor
 			return nil, fmt.Errorf("chunks: %w", err)
 		}
 	}
-	msg, err := tx.PrepareContext(ctx, `SELECT id FROM messages
-		WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq BETWEEN ? AND ? AND id != ''
+	msg, err := tx.PrepareContext(ctx, `SELECT seq, id, role, speaker, text, ts FROM messages
+		WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq BETWEEN ? AND ?
 		ORDER BY seq`)
 	if err != nil {
 		return nil, fmt.Errorf("chunks: %w", err)
 	}
 	defer msg.Close()
+	first, err := tx.PrepareContext(ctx, `SELECT id FROM chunks
+		WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq_start = ? AND part = 0 AND source = 'sessions'`)
+	if err != nil {
+		return nil, fmt.Errorf("chunks: %w", err)
+	}
+	defer first.Close()
 	for id, c := range out {
-		rows, err := msg.QueryContext(ctx, c.Namespace, c.SessionKey, c.SessionID, c.SeqStart, c.SeqEnd)
+		if c.Source != "sessions" {
+			continue
+		}
+		ms, err := scanMessages(ctx, msg, SessionRef{Namespace: c.Namespace, SessionKey: c.SessionKey, SessionID: c.SessionID}, c.SeqStart, c.SeqEnd)
 		if err != nil {
-			return nil, fmt.Errorf("chunks: message ids: %w", err)
+			return nil, fmt.Errorf("chunks: messages: %w", err)
 		}
-		for rows.Next() {
-			var mid string
-			if err := rows.Scan(&mid); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("chunks: message ids: %w", err)
+		for _, m := range ms {
+			if m.ID != "" {
+				c.MessageIDs = append(c.MessageIDs, m.ID)
 			}
-			c.MessageIDs = append(c.MessageIDs, mid)
 		}
-		if err := rows.Close(); err != nil {
-			return nil, fmt.Errorf("chunks: message ids: %w", err)
+		if len(ms) == 1 && c.SeqStart == c.SeqEnd {
+			c.Message = &ms[0]
+		}
+		if c.Message != nil && c.Part > 0 {
+			var id0 string
+			switch err := first.QueryRowContext(ctx, c.Namespace, c.SessionKey, c.SessionID, c.SeqStart).Scan(&id0); {
+			case err == nil:
+				c.UnitID = id0
+			case !errors.Is(err, sql.ErrNoRows):
+				return nil, fmt.Errorf("chunks: first piece: %w", err)
+			}
 		}
 		out[id] = c
 	}
 	return out, tx.Commit()
 }
 
+// scanMessages runs stmt (SELECT seq, id, role, speaker, text, ts with ref's
+// three keys and a seq range as parameters) and returns its messages.
+func scanMessages(ctx context.Context, stmt *sql.Stmt, ref SessionRef, from, to int64) ([]Message, error) {
+	rows, err := stmt.QueryContext(ctx, ref.Namespace, ref.SessionKey, ref.SessionID, from, to)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		m := Message{Namespace: ref.Namespace, SessionKey: ref.SessionKey, SessionID: ref.SessionID}
+		var ts sql.NullInt64
+		if err := rows.Scan(&m.Seq, &m.ID, &m.Role, &m.Speaker, &m.Text, &ts); err != nil {
+			return nil, err
+		}
+		m.Time = timeOf(ts)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
 func readChunks(ctx context.Context, tx *sql.Tx, args []any, out map[string]ChunkRecord) error {
 	rows, err := tx.QueryContext(ctx, `SELECT id, namespace, source, session_key, session_id,
-		seq_start, seq_end, part, text, ts_start, ts_end, path, dir_path FROM chunks WHERE id IN (`+placeholders(len(args))+`)`, args...)
+		seq_start, seq_end, part, text, context, ts_start, ts_end, path, dir_path FROM chunks WHERE id IN (`+placeholders(len(args))+`)`, args...)
 	if err != nil {
 		return err
 	}
@@ -178,7 +217,7 @@ func readChunks(ctx context.Context, tx *sql.Tx, args []any, out map[string]Chun
 		var c ChunkRecord
 		var ts0, ts1 sql.NullInt64
 		if err := rows.Scan(&c.ID, &c.Namespace, &c.Source, &c.SessionKey, &c.SessionID,
-			&c.SeqStart, &c.SeqEnd, &c.Part, &c.Text, &ts0, &ts1, &c.Path, &c.DirPath); err != nil {
+			&c.SeqStart, &c.SeqEnd, &c.Part, &c.Text, &c.Context, &ts0, &ts1, &c.Path, &c.DirPath); err != nil {
 			return err
 		}
 		c.TimeStart, c.TimeEnd = timeOf(ts0), timeOf(ts1)

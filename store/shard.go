@@ -185,6 +185,9 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	if _, err := reindexKeywords(ctx, w, cfg.OnReindex); err != nil { // segment_reindex.go
 		return nil, fmt.Errorf("reindex keywords: %w", err)
 	}
+	if err := checkUnits(ctx, w); err != nil {
+		return nil, err
+	}
 	// Readers connect after the writer has put the file in WAL mode.
 	s.r, err = sql.Open(driverName, dsn(path, "_query_only=true&"+common))
 	if err != nil {
@@ -504,6 +507,19 @@ func checkMigrated(ctx context.Context, db *sql.DB) error {
 		if !applied[m.version] {
 			return fmt.Errorf("migration %s is not applied: %w", m.name, ErrReadOnly)
 		}
+	}
+	return nil
+}
+
+// checkUnits fails with ErrOldUnits when a session chunk spans more than one
+// message (the windows of a memindex before message units).
+func checkUnits(ctx context.Context, db *sql.DB) error {
+	var old bool
+	if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM chunks WHERE source = 'sessions' AND seq_end > seq_start)`).Scan(&old); err != nil {
+		return fmt.Errorf("check session units: %w", err)
+	}
+	if old {
+		return ErrOldUnits
 	}
 	return nil
 }

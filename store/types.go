@@ -162,10 +162,20 @@ type ChunkRecord struct {
 	Part       int
 	MessageIDs []string
 	Text       string
-	TimeStart  time.Time
-	TimeEnd    time.Time
-	Path       string
-	DirPath    string
+	// Context is what the chunk was indexed and embedded with beside its
+	// text (Chunk.Context); never shown as a hit.
+	Context   string
+	TimeStart time.Time
+	TimeEnd   time.Time
+	Path      string
+	DirPath   string
+	// Message is the message of a session chunk that holds exactly one
+	// (nil otherwise), whole even when the chunk is a piece of it.
+	Message *Message
+	// UnitID, when set, identifies what a hit of this chunk returns: the id
+	// of the first piece of the split message this chunk is a later piece
+	// of. Empty otherwise: the chunk's ID identifies it.
+	UnitID string
 }
 
 // Stats counts what a shard holds.

@@ -214,7 +214,7 @@ type nodeBench struct {
 // concurrency suites against it.
 func benchNode(ctx context.Context, dir string, run map[string]bool, say func(string, ...any), rep *benchReport, nb nodeBench) error {
 	cfg := serveConfig{listen: "127.0.0.1:-1", data: filepath.Join(dir, "node"), partitions: memindex.DefaultPartitions, provider: providerFlags{name: "builtin", dims: 384},
-		batch: 1000, embedBatch: 64, embedConc: 4, chunkTokens: 400, overlap: 60, worker: "bench", maxPending: 1024}
+		batch: 1000, embedBatch: 64, embedConc: 4, chunkTokens: 400, worker: "bench", maxPending: 1024}
 	n, err := startNode(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err

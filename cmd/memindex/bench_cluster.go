@@ -301,7 +301,7 @@ func (c *benchCluster) startWorkers(ctx context.Context, sets []string, group st
 func (c *benchCluster) startNodes(ctx context.Context, sets []string, group string, ttl time.Duration) error {
 	for i, set := range sets {
 		cfg := serveConfig{data: filepath.Join(c.dir, fmt.Sprintf("w%d", i+1)), partitions: memindex.DefaultPartitions,
-			provider: providerFlags{name: "builtin", dims: 384}, batch: 1000, embedBatch: 64, embedConc: 4, chunkTokens: 400, overlap: 60,
+			provider: providerFlags{name: "builtin", dims: 384}, batch: 1000, embedBatch: 64, embedConc: 4, chunkTokens: 400,
 			worker: fmt.Sprintf("bench-w%d", i+1), maxPending: 1024, owned: set, readyLag: defaultReadyLag}
 		cfg.conn.server = c.srv.ClientURL()
 		if group != "" {

@@ -37,7 +37,7 @@ type benchSessionChunks struct {
 // benchStages runs the ingest stages one after the other over the same
 // generated events, each on one goroutine and timed on its own: decode
 // (memindex.DecodeEvent: JSON and validation), chunk (the session windows
-// of the bench node: 400 tokens, overlap 60, 2 context messages), embed
+// of the bench node: one chunk a message of up to 400 tokens, 2 context messages), embed
 // (the built-in embedder, 384 dims, batches of 64) and commit (store.Apply
 // into a new shard in dir, batches of 1,000 messages with their chunks and
 // vectors, as the worker commits them). NATS is not part of any stage.
@@ -80,7 +80,7 @@ func benchStages(ctx context.Context, dir string, messages int, say func(string,
 		s.msgs = append(s.msgs, store.Message{Namespace: e.Namespace, SessionKey: e.SessionKey, SessionID: e.SessionID,
 			Seq: e.Seq, ID: e.ID, Role: e.Role, Speaker: e.Speaker, Text: e.Text, Time: ts})
 	}
-	cc := chunker.Config{BudgetTokens: 400, OverlapTokens: 60}
+	cc := chunker.Config{BudgetTokens: 400}
 	chunks := 0
 	for _, s := range sessions {
 		cm := make([]chunker.Message, len(s.msgs))

@@ -326,7 +326,7 @@ func TestKillAndRestartIsExactlyOnce(t *testing.T) {
 		for i, m := range s.msgs {
 			cms[i] = chunker.Message{Seq: m.Seq, ID: m.ID, Speaker: m.Speaker, Text: m.Text, Time: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 		}
-		want := chunker.Session(chunker.Config{BudgetTokens: defaultChunkTokens, OverlapTokens: defaultChunkOverlap}, s.ref.Namespace+"\x00"+s.ref.SessionKey+"\x00"+s.ref.SessionID, cms)
+		want := chunker.Session(chunker.Config{BudgetTokens: defaultChunkTokens}, s.ref.Namespace+"\x00"+s.ref.SessionKey+"\x00"+s.ref.SessionID, cms)
 		wantChunks += int64(len(want))
 		got, err := sh.SessionChunkSpans(ctx, s.ref)
 		if err != nil {

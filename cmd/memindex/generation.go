@@ -144,6 +144,9 @@ func (n *node) openGeneration(ctx context.Context, name, space string, dims int,
 	for _, p := range owned {
 		sh, err := store.Open(ctx, shardPath(g.dir, p), store.Config{Dims: dims, Space: space, NoSqliteVec: c.noSqliteVec,
 			OnReindex: reindexProgress(n.log, p)})
+		if errors.Is(err, store.ErrOldUnits) {
+			return nil, fmt.Errorf("partition %d: %w: a search now returns one message a hit; stop every worker on this data directory and run `memindex rebuild --all --data %s` (the next serve rebuilds each shard from the stream), or `memindex rebuild --partition %d --data %s` for this one", p, err, c.data, p, c.data)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("partition %d: %w", p, err)
 		}
@@ -155,7 +158,7 @@ func (n *node) openGeneration(ctx context.Context, name, space string, dims int,
 		ConsumerPrefix:    n.holderPrefix(name),
 		InactiveThreshold: c.consumerInactive,
 		BatchSize:         c.batch,
-		Chunker:           chunker.Config{BudgetTokens: c.chunkTokens, OverlapTokens: c.overlap, ContextMessages: c.contextMsgs},
+		Chunker:           chunker.Config{BudgetTokens: c.chunkTokens, ContextMessages: c.contextMsgs},
 		EmbedTimeout:      embedTimeout,
 		Limits:            c.limits.limits,
 		Logger:            n.log.With("generation", name),

@@ -220,6 +220,14 @@ func (n *node) gain(ctx context.Context, p int, owner bool, fence time.Time) err
 			}
 		}
 		sh, err := store.Open(ctx, path, store.Config{Dims: g.dims, Space: g.space, NoSqliteVec: n.cfg.noSqliteVec})
+		if errors.Is(err, store.ErrOldUnits) {
+			// Windows of an older memindex: a gained partition is rebuilt
+			// from the stream anyway, so start it afresh.
+			n.log.Warn("shard holds session windows of an older memindex; rebuilding it from the stream", "partition", p)
+			if _, err = removeShard(path); err == nil {
+				sh, err = store.Open(ctx, path, store.Config{Dims: g.dims, Space: g.space, NoSqliteVec: n.cfg.noSqliteVec})
+			}
+		}
 		if err != nil {
 			undo()
 			return fmt.Errorf("gain partition %d: %w", p, err)

@@ -66,7 +66,6 @@ func runRebuild(ctx context.Context, args []string, stdout io.Writer) error {
 	fl.IntVar(&rc.embedBatch, "embed-batch", envInt("MEMINDEX_EMBED_BATCH", 64), "texts per embedding request (MEMINDEX_EMBED_BATCH)")
 	fl.IntVar(&rc.embedConc, "embed-concurrency", envInt("MEMINDEX_EMBED_CONCURRENCY", 4), "embedding requests in flight (MEMINDEX_EMBED_CONCURRENCY)")
 	fl.IntVar(&rc.chunkTokens, "chunk-tokens", envInt("MEMINDEX_CHUNK_TOKENS", defaultChunkTokens), "as serve's: must match it, or chunk ids change (MEMINDEX_CHUNK_TOKENS)")
-	fl.IntVar(&rc.overlap, "chunk-overlap", envInt("MEMINDEX_CHUNK_OVERLAP", defaultChunkOverlap), "as serve's (MEMINDEX_CHUNK_OVERLAP)")
 	fl.IntVar(&rc.contextMsgs, "chunk-context", envInt("MEMINDEX_CHUNK_CONTEXT", 2), "as serve's (MEMINDEX_CHUNK_CONTEXT)")
 	sqliteVec := fl.Bool("sqlite-vec", os.Getenv("MEMINDEX_SQLITE_VEC") != "false" && os.Getenv("MEMINDEX_SQLITE_VEC") != "0", "as serve's --sqlite-vec (MEMINDEX_SQLITE_VEC)")
 	var parts []int
@@ -172,7 +171,6 @@ type rebuildConfig struct {
 	embedBatch   int
 	embedConc    int
 	chunkTokens  int
-	overlap      int
 	contextMsgs  int
 	noSqliteVec  bool
 	progress     *rebuildProgress
@@ -263,7 +261,7 @@ func rebuildPartition(ctx context.Context, rc rebuildConfig, p int) error {
 	}
 	w, err := consumer.New(rc.js, consumer.Config{
 		Partitions: []int{p}, ConsumerPrefix: rebuildConsumerPrefix, BatchSize: rc.batch,
-		Chunker:      chunker.Config{BudgetTokens: rc.chunkTokens, OverlapTokens: rc.overlap, ContextMessages: rc.contextMsgs},
+		Chunker:      chunker.Config{BudgetTokens: rc.chunkTokens, ContextMessages: rc.contextMsgs},
 		EmbedTimeout: embedTimeout,
 	}, map[int]consumer.Shard{p: sh}, cached)
 	if err != nil {

@@ -59,7 +59,7 @@ type serveConfig struct {
 	embedBatch       int
 	embedConc        int
 	chunkTokens      int
-	overlap          int
+	overlap          int // unused: windows are gone (eval still sets it)
 	contextMsgs      int // chunker.Config.ContextMessages: 0 default, negative none
 	worker           string
 	logLevel         string
@@ -99,7 +99,7 @@ func runServe(ctx context.Context, args []string) error {
 	fs.DurationVar(&c.consumerInactive, "consumer-inactive", envDuration("MEMINDEX_CONSUMER_INACTIVE", defaultConsumerInactive), "JetStream deletes a partition's durable consumer after nobody pulled from it for this long (a worker stopped for good, a partition moved away); harmless, a worker re-creates its consumers from its shards when it starts; 0 keeps them forever (MEMINDEX_CONSUMER_INACTIVE)")
 	fs.IntVar(&c.streamReplicas, "stream-replicas", envInt("MEMINDEX_STREAM_REPLICAS", 0), "replicas of the event and dead-letter streams: 3 on a 3-node JetStream cluster, 1 on a single server; 0 keeps the existing streams' (1 for new ones); never lowered (MEMINDEX_STREAM_REPLICAS)")
 	c.provider.register(fs)
-	fs.Float64Var(&c.rrfVector, "rrf-vector-weight", 0, "weight of the vector leg in RRF fusion; 0: 0.3 with the built-in embedder (a lexical model, weaker than BM25 with context: BENCHMARKS.md), 1 with a provider's model")
+	fs.Float64Var(&c.rrfVector, "rrf-vector-weight", 0, "weight of the vector leg in RRF fusion; 0: 0.05 with the built-in embedder (a lexical model, much weaker than BM25 with context: it breaks ties and adds candidates; BENCHMARKS.md), 1 with a provider's model")
 	fs.Float64Var(&c.rrfKeyword, "rrf-keyword-weight", 1, "weight of the keyword leg in RRF fusion")
 	fs.Float64Var(&c.rrfK, "rrf-k", 0, "the k of RRF, score = Σ weight/(k + rank); 0: 10 with the built-in embedder (trust the keyword leg's top ranks), 60 with a provider's model")
 	fs.IntVar(&c.rateLimit.RequestsPerMinute, "embed-rpm", envInt("MEMINDEX_EMBED_RPM", 0), "provider requests per minute; 0: unlimited (MEMINDEX_EMBED_RPM)")
@@ -110,8 +110,7 @@ func runServe(ctx context.Context, args []string) error {
 	fs.IntVar(&c.batch, "batch", envInt("MEMINDEX_BATCH", 1000), "most events applied in one transaction (MEMINDEX_BATCH)")
 	fs.IntVar(&c.embedBatch, "embed-batch", envInt("MEMINDEX_EMBED_BATCH", 64), "texts per embedding request (MEMINDEX_EMBED_BATCH)")
 	fs.IntVar(&c.embedConc, "embed-concurrency", envInt("MEMINDEX_EMBED_CONCURRENCY", 4), "embedding requests in flight (MEMINDEX_EMBED_CONCURRENCY)")
-	fs.IntVar(&c.chunkTokens, "chunk-tokens", envInt("MEMINDEX_CHUNK_TOKENS", defaultChunkTokens), "token budget of a session window: about one or two messages by default, each indexed with the messages before it as context (MEMINDEX_CHUNK_TOKENS)")
-	fs.IntVar(&c.overlap, "chunk-overlap", envInt("MEMINDEX_CHUNK_OVERLAP", defaultChunkOverlap), "token overlap between windows (MEMINDEX_CHUNK_OVERLAP)")
+	fs.IntVar(&c.chunkTokens, "chunk-tokens", envInt("MEMINDEX_CHUNK_TOKENS", defaultChunkTokens), "most tokens of one indexed chunk: each session message is one chunk, a longer message is indexed in pieces and still returned whole (MEMINDEX_CHUNK_TOKENS)")
 	fs.IntVar(&c.contextMsgs, "chunk-context", envInt("MEMINDEX_CHUNK_CONTEXT", 2), "messages before a session chunk indexed as its context (keyword weight 0.5, and embedded with it); 0: none (MEMINDEX_CHUNK_CONTEXT)")
 	fs.StringVar(&c.worker, "worker", env("MEMINDEX_WORKER", host), "this worker's name in status (MEMINDEX_WORKER)")
 	fs.StringVar(&c.logLevel, "log-level", env("MEMINDEX_LOG_LEVEL", "info"), "debug, info, warn or error (MEMINDEX_LOG_LEVEL)")
@@ -407,12 +406,15 @@ func (n *node) close() {
 	n.closers = nil
 }
 
-// Session chunking defaults: one or two messages a chunk (LoCoMo: the
-// LoCoMo recall of retrieval units of about one message is the best, and
-// the context column recovers what a bigger window gave; BENCHMARKS.md).
+// Session chunking defaults: every message is one chunk (a hit is what an
+// agent pays for: one message, never its neighbours), and only a message of
+// more than defaultChunkTokens is indexed in pieces; the context column (its
+// date, the two messages before it) recovers what bigger windows gave to
+// ranking (BENCHMARKS.md). defaultChunkOverlap is what eval still passes
+// for windows that no longer exist; it is ignored.
 const (
-	defaultChunkTokens  = 64
-	defaultChunkOverlap = 8
+	defaultChunkTokens  = 400
+	defaultChunkOverlap = 0
 )
 
 // defaultConsumerInactive is how long an unused durable consumer lives
@@ -421,13 +423,16 @@ const (
 // that a gone worker's replicated consumers do not stay in the cluster.
 const defaultConsumerInactive = time.Hour
 
-// The fusion defaults with the built-in embedder, a lexical model weaker
-// than BM25 with context: the vector leg weighs 0.3 and RRF's k is 10, so
-// the keyword leg's top ranks lead and the vector leg reorders below them.
-// On LoCoMo: hybrid rec@5/10 66.0/76.0 against 57.1/66.6 with plain RRF
-// (k 60, 1/1), and keyword alone 66.7/75.6 (BENCHMARKS.md).
+// The fusion defaults with the built-in embedder, a lexical model much
+// weaker than BM25 over messages with context: the vector leg weighs 0.05
+// and RRF's k is 10, so it only breaks near-ties and adds candidates the
+// keyword leg did not find, and never pulls a good keyword hit down. Chosen
+// on one half of LoCoMo's conversations (message units, strict budget):
+// weights 0.3 / 0.1 / 0.05 gave rec@5 0.671 / 0.683 / 0.684 against keyword
+// alone 0.683; on the other half 0.672 / 0.671 / 0.677 against 0.677; plain
+// RRF (k 60, 1/1) 0.563 and 0.564 (BENCHMARKS.md).
 const (
-	builtinRRFVectorWeight = 0.3
+	builtinRRFVectorWeight = 0.05
 	builtinRRFK            = 10
 )
 

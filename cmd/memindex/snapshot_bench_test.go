@@ -40,7 +40,7 @@ func TestMovePartitionBench(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testServeConfig(dir)
 	cfg.partitions = 1
-	cfg.chunkTokens, cfg.overlap, cfg.contextMsgs = defaultChunkTokens, defaultChunkOverlap, 2 // serve's defaults
+	cfg.chunkTokens, cfg.contextMsgs = defaultChunkTokens, 2 // serve's defaults
 	n, stop := runTestNode(t, cfg, nil)
 	js, err := jetstream.New(n.nc)
 	if err != nil {

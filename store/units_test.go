@@ -1,0 +1,48 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+)
+
+// A shard whose session chunks span several messages (the windows of an
+// older memindex) is refused read-write with ErrOldUnits; a shard of
+// message chunks, split pieces included, opens.
+func TestOpenRefusesMultiMessageWindows(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name    string
+		seqEnd  int64
+		part    int
+		wantOld bool
+	}{
+		{"one message", 1, 0, false},
+		{"a later piece of one message", 1, 1, false},
+		{"a window of two messages", 2, 0, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "shard.db")
+			s, err := Open(ctx, path, Config{Dims: testDims})
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs, sc := session("ns", "chat", "s1", 3, rand.New(rand.NewPCG(1, 1)), testDims)
+			sc.Chunks = append(sc.Chunks, Chunk{ID: "extra", Namespace: "ns", Source: "sessions", SessionKey: "chat", SessionID: "s1",
+				SeqStart: 1, SeqEnd: tt.seqEnd, Part: tt.part, Text: "extra text"})
+			mustApply(t, s, Batch{Seq: 1, Messages: msgs, Rechunk: []SessionChunks{sc}})
+			if err := s.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			s, err = Open(ctx, path, Config{Dims: testDims})
+			if got := errors.Is(err, ErrOldUnits); got != tt.wantOld {
+				t.Fatalf("Open() = %v; want ErrOldUnits %v", err, tt.wantOld)
+			}
+			if err == nil {
+				s.Close(ctx)
+			}
+		})
+	}
+}
