@@ -26,10 +26,11 @@ func ExampleClient_Search() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	resp, err := query.NewClient(nc).Search(ctx, memindex.SearchRequest{
-		Namespace: "agent-7",
-		Query:     "what did Ana say about the move?",
-		K:         5,
-		Explain:   true,
+		Namespace:  "agent-7",
+		Query:      "what did Ana say about the move?",
+		SessionKey: "whatsapp:+4912345",
+		Budget:     5, // at most five messages: the best hits that fit, in rank order
+		Around:     1, // each hit with the message before and after it, as context
 	})
 	var remote *query.RemoteError
 	switch {
@@ -49,7 +50,11 @@ func ExampleClient_Search() {
 	for _, d := range resp.Degraded {
 		fmt.Println("degraded:", d)
 	}
-	for _, h := range resp.Hits {
-		fmt.Printf("%.3f %s/%s #%d-%d %s\n", h.Score, h.SessionKey, h.SessionID, h.SeqStart, h.SeqEnd, h.Snippet)
+	fmt.Printf("%d messages, about %d tokens, %d of context\n", resp.Used.Messages, resp.Used.Tokens, resp.Used.ContextMessages)
+	for _, h := range resp.Hits { // one message a hit, never twice
+		fmt.Printf("%.3f %s/%s #%d %s: %s\n", h.Score, h.SessionKey, h.SessionID, h.Seq, h.Speaker, h.Text)
+		for _, c := range h.Context {
+			fmt.Printf("    (context #%d) %s: %s\n", c.Seq, c.Speaker, c.Text)
+		}
 	}
 }

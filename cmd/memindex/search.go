@@ -24,7 +24,10 @@ func runSearch(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&req.Namespace, "namespace", env("MEMINDEX_NAMESPACE", ""), "namespace to search (MEMINDEX_NAMESPACE)")
 	fs.StringVar(&req.SessionKey, "session", "", "only this sessionKey")
 	fs.StringVar(&req.SessionID, "session-id", "", "only this sessionId")
-	fs.IntVar(&req.K, "k", memindex.DefaultK, "hits to return")
+	fs.IntVar(&req.K, "k", 0, "most hits to return (0: 10, or the --budget)")
+	fs.IntVar(&req.Budget, "budget", 0, "most messages to return: the best hits in rank order while they fit (a message, a file section or a record counts one)")
+	fs.IntVar(&req.BudgetTokens, "budget-tokens", 0, "most estimated tokens of the hits and their --around context together")
+	fs.IntVar(&req.Around, "around", 0, "attach up to N messages before and after each session hit, as context (not counted as hits; at most 10)")
 	fs.Float64Var(&req.MinScore, "min-score", 0, "drop hits scoring below this (0..1)")
 	fs.StringVar(&req.Mode, "mode", memindex.ModeHybrid, "hybrid, keyword or vector")
 	fs.StringVar(&req.Fusion, "fusion", memindex.FusionRRF, "rrf or weighted")
@@ -133,6 +136,13 @@ func searchWith(ctx context.Context, conn *connFlags, req memindex.SearchRequest
 
 func printSearch(w io.Writer, r memindex.SearchResponse, explain bool) {
 	fmt.Fprintf(w, "%d hits in %s (partition %d, applied seq %d, %.1f ms)\n", len(r.Hits), r.Namespace, r.Partition, r.AppliedSeq, r.TookMs)
+	if u := r.Used; u.Budget > 0 || u.BudgetTokens > 0 || u.ContextMessages > 0 {
+		fmt.Fprintf(w, "used: %d messages, about %d tokens, %d context messages", u.Messages, u.Tokens, u.ContextMessages)
+		if u.Stopped != "" {
+			fmt.Fprintf(w, " (stopped by %s)", u.Stopped)
+		}
+		fmt.Fprintln(w)
+	}
 	if r.Backend != "" {
 		fmt.Fprintf(w, "backend: %s\n", r.Backend)
 	}
@@ -181,7 +191,17 @@ func printSearch(w io.Writer, r memindex.SearchResponse, explain bool) {
 			fmt.Fprintln(tw)
 			tw.Flush()
 		}
-		fmt.Fprintf(w, "    %s\n", strings.ReplaceAll(h.Snippet, "\n", "\n    "))
+		for _, c := range h.Context {
+			if c.Seq < h.Seq {
+				fmt.Fprintf(w, "      #%d %s: %s\n", c.Seq, c.Speaker, c.Text)
+			}
+		}
+		fmt.Fprintf(w, "    %s\n", strings.ReplaceAll(h.Snippet, "\n", "\n    ")) // a session snippet starts "Speaker: "
+		for _, c := range h.Context {
+			if c.Seq > h.Seq {
+				fmt.Fprintf(w, "      #%d %s: %s\n", c.Seq, c.Speaker, c.Text)
+			}
+		}
 	}
 }
 
