@@ -1,13 +1,12 @@
 // Package chunker owns the pure splitting of conversation sessions into
-// retrieval chunks: packing consecutive messages into overlapping windows of a
-// token budget, splitting a message too long for one window into pieces, the
-// token estimate that decides both (EstimateTokens), and the stable id of each
-// chunk.
+// retrieval chunks: one chunk per message, a message too long for the token
+// budget split into pieces, the token estimate that decides it
+// (EstimateTokens), each chunk's Context, and the stable id of each chunk.
 //
-// Its key invariant is prefix stability: a window depends only on the message
-// it starts at and the messages after it, so appending messages to a session
-// changes only its last chunk and the ones after, and a session can be
-// re-chunked from the start of its last stored chunk (see Session).
+// Its key invariant is prefix stability: a message's chunks depend only on it
+// and the few messages before it that give its Context, so appending messages
+// to a session only adds chunks, and a session's tail can be re-chunked from
+// any message given the messages before it (see SessionAfter).
 //
 // It also splits markdown files into sections (see Markdown): cut at ATX
 // headings outside fenced code blocks, each section labelled with its heading

@@ -2,8 +2,10 @@ package chunker
 
 import (
 	"encoding/hex"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,15 +14,21 @@ import (
 
 // checkChunks checks the invariants of the chunks cs of ms that hold for
 // every input:
-//   - chunks are in order and cover every message, without gaps;
-//   - a window is the lines of its messages joined by "\n";
-//   - the pieces of a split message are numbered from 0, each starts with the
-//     message's prefix, and their texts join to the message text;
+//   - every chunk is of one message (SeqStart == SeqEnd), in the order of
+//     ms, and every message has a run of chunks numbered Part 0, 1, ...;
+//   - a message whose line fits the budget is exactly one chunk, Part 0,
+//     whose Text is its Line;
+//   - the pieces of a longer message each start with the message's prefix,
+//     and their texts after it join to the message text; there are several
+//     unless the prefix alone takes more than half the budget;
 //   - Tokens is EstimateTokens(Text), within the budget, except for the
 //     pieces of a message whose prefix alone takes more than half of it,
 //     which hold at most half a budget of text each;
 //   - texts are valid UTF-8 and ids are 32 hex digits, all distinct;
-//   - times are the min and max of the non-zero message times.
+//   - TimeStart and TimeEnd are the message's time;
+//   - Context is the message's date, then the nearest of the messages before
+//     it within ContextMessages and ContextTokens (see checkContext), the
+//     same for every piece of a message.
 func checkChunks(t testing.TB, cfg Config, ms []Message, cs []Chunk) {
 	t.Helper()
 	cfg = cfg.WithDefaults()
@@ -30,99 +38,150 @@ func checkChunks(t testing.TB, cfg Config, ms []Message, cs []Chunk) {
 		}
 		return
 	}
-	index := make(map[int64]int, len(ms))
-	for i, m := range ms {
-		index[m.Seq] = i
-	}
 	seen := make(map[string]bool, len(cs))
-	covered := -1 // last message covered so far
-	var rest string
-	for k, c := range cs {
-		i, ok1 := index[c.SeqStart]
-		j, ok2 := index[c.SeqEnd]
-		if !ok1 || !ok2 || i > j || i > covered+1 || j < covered {
-			t.Fatalf("chunk %d spans seqs %d..%d, want messages after the %d covered so far", k, c.SeqStart, c.SeqEnd, covered+1)
+	k := 0 // next chunk
+	for i, m := range ms {
+		var run []Chunk // the chunks of m
+		for k < len(cs) && cs[k].SeqStart == m.Seq {
+			run = append(run, cs[k])
+			k++
 		}
-		if !utf8.ValidString(c.Text) {
-			t.Fatalf("chunk %d Text=%q, want valid UTF-8", k, c.Text)
-		}
-		if got := EstimateTokens(c.Text); c.Tokens != got {
-			t.Fatalf("chunk %d Tokens=%d, want EstimateTokens(Text)=%d", k, c.Tokens, got)
-		}
-		if b, err := hex.DecodeString(c.ID); err != nil || len(b) != 16 || seen[c.ID] {
-			t.Fatalf("chunk %d ID=%q, want 32 hex digits, unique", k, c.ID)
-		}
-		seen[c.ID] = true
-		start, end := spanTimes(ms[i : j+1])
-		if !c.TimeStart.Equal(start) || !c.TimeEnd.Equal(end) {
-			t.Fatalf("chunk %d times %v..%v, want %v..%v", k, c.TimeStart, c.TimeEnd, start, end)
-		}
-
-		line := Line(ms[i])
-		if EstimateTokens(line) <= cfg.BudgetTokens || i != j {
-			lines := make([]string, 0, j-i+1)
-			for _, m := range ms[i : j+1] {
-				lines = append(lines, Line(m))
+		if len(run) == 0 {
+			next := "none"
+			if k < len(cs) {
+				next = fmt.Sprint(span{cs[k].SeqStart, cs[k].SeqEnd, cs[k].Part})
 			}
-			if want := strings.Join(lines, "\n"); c.Part != 0 || c.Text != want {
-				t.Fatalf("window %d Part %d Text=%q, want 0 and %q", k, c.Part, c.Text, want)
-			}
-			if c.Tokens > cfg.BudgetTokens {
-				t.Fatalf("window %d Tokens=%d, want <= %d", k, c.Tokens, cfg.BudgetTokens)
-			}
-			covered = j
-			continue
+			t.Fatalf("message %d (seq %d) has no chunk; next chunk %s", i, m.Seq, next)
 		}
-
-		// A piece of the over-long message i.
-		prefix := strings.TrimSuffix(line, Line(Message{Text: ms[i].Text}))
-		if c.Part == 0 {
-			rest = strings.TrimPrefix(line, prefix)
-		} else if k == 0 || cs[k-1].Part != c.Part-1 || cs[k-1].SeqStart != c.SeqStart {
-			t.Fatalf("piece %d Part=%d, want it to follow part %d", k, c.Part, c.Part-1)
-		}
-		if !strings.HasPrefix(c.Text, prefix) || !strings.HasPrefix(rest, c.Text[len(prefix):]) {
-			t.Fatalf("piece %d Text=%q, want %q and the next of %q", k, c.Text, prefix, rest)
-		}
-		rest = rest[len(c.Text)-len(prefix):]
+		line := Line(m)
+		prefix := strings.TrimSuffix(line, Line(Message{Text: m.Text}))
 		limit := cfg.BudgetTokens
 		if pt := EstimateTokens(prefix); pt > limit/2 {
 			limit = pt + limit/2 // the documented exception
 		}
-		if c.Tokens > limit {
-			t.Fatalf("piece %d Tokens=%d, want <= %d", k, c.Tokens, limit)
+		long := EstimateTokens(line) > cfg.BudgetTokens
+		switch {
+		case !long && (len(run) != 1 || run[0].Text != line):
+			t.Fatalf("message seq %d fits the budget: chunks %v with texts %q, want one of %q", m.Seq, spans(run), texts(run), line)
+		case long && len(run) < 2 && limit == cfg.BudgetTokens:
+			t.Fatalf("message seq %d of %d tokens over the budget %d is %d chunk, want pieces", m.Seq, EstimateTokens(line), cfg.BudgetTokens, len(run))
 		}
-		if rest == "" {
-			covered = j
+		rest := line[len(prefix):]
+		for p, c := range run {
+			if c.SeqEnd != m.Seq || c.Part != p {
+				t.Fatalf("chunk %v of message seq %d, want {%d %d %d}", span{c.SeqStart, c.SeqEnd, c.Part}, m.Seq, m.Seq, m.Seq, p)
+			}
+			if !utf8.ValidString(c.Text) {
+				t.Fatalf("chunk %v Text=%q, want valid UTF-8", span{c.SeqStart, c.SeqEnd, c.Part}, c.Text)
+			}
+			if got := EstimateTokens(c.Text); c.Tokens != got {
+				t.Fatalf("chunk %v Tokens=%d, want EstimateTokens(Text)=%d", span{c.SeqStart, c.SeqEnd, c.Part}, c.Tokens, got)
+			}
+			if c.Tokens > limit {
+				t.Fatalf("chunk %v Tokens=%d, want <= %d", span{c.SeqStart, c.SeqEnd, c.Part}, c.Tokens, limit)
+			}
+			if b, err := hex.DecodeString(c.ID); err != nil || len(b) != 16 || seen[c.ID] {
+				t.Fatalf("chunk %v ID=%q, want 32 hex digits, unique", span{c.SeqStart, c.SeqEnd, c.Part}, c.ID)
+			}
+			seen[c.ID] = true
+			if !c.TimeStart.Equal(m.Time) || !c.TimeEnd.Equal(m.Time) {
+				t.Fatalf("chunk %v times %v..%v, want %v", span{c.SeqStart, c.SeqEnd, c.Part}, c.TimeStart, c.TimeEnd, m.Time)
+			}
+			if c.Context != run[0].Context {
+				t.Fatalf("chunk %v Context=%q, want that of part 0 %q", span{c.SeqStart, c.SeqEnd, c.Part}, c.Context, run[0].Context)
+			}
+			body, ok := strings.CutPrefix(c.Text, prefix)
+			if !ok || body == "" && rest != "" || !strings.HasPrefix(rest, body) {
+				t.Fatalf("piece %v Text=%q, want %q and the next of %q", span{c.SeqStart, c.SeqEnd, c.Part}, c.Text, prefix, rest)
+			}
+			rest = rest[len(body):]
 		}
+		if rest != "" {
+			t.Fatalf("pieces of message seq %d leave %q of its text", m.Seq, rest)
+		}
+		checkContext(t, cfg, ms, i, run[0].Context)
 	}
-	if covered != len(ms)-1 || rest != "" {
-		t.Fatalf("chunks cover messages up to %d with %q left of the last, want all %d", covered, rest, len(ms))
+	if k != len(cs) {
+		t.Fatalf("chunks from %d on (%v) are of no message in order", k, spans(cs[k:]))
 	}
 }
 
-func spanTimes(ms []Message) (start, end time.Time) {
-	for _, m := range ms {
-		if m.Time.IsZero() {
-			continue
+// checkContext checks the Context ctx of message ms[i]: the message's date
+// when it has a time, then the lines of the messages before it within
+// ContextMessages, nearest last, each whole while ContextTokens lasts; the
+// farthest kept may be a non-empty start of its line, and only when it did
+// not fit whole. Parts are joined by "\n", except that empty parts before
+// the first non-empty one leave nothing. Where the cut line is cut is not
+// checked here.
+func checkContext(t testing.TB, cfg Config, ms []Message, i int, ctx string) {
+	t.Helper()
+	var date string
+	if !ms[i].Time.IsZero() {
+		date = ms[i].Time.UTC().Format("2 January 2006")
+	}
+	var whole []string // kept whole, nearest first
+	left, cutLine := cfg.ContextTokens, ""
+	for j := i - 1; j >= max(i-max(cfg.ContextMessages, 0), 0) && left > 0; j-- {
+		l := Line(ms[j])
+		z := EstimateTokens(l)
+		if z > left {
+			cutLine = l
+			break
 		}
-		if start.IsZero() || m.Time.Before(start) {
-			start = m.Time
+		left -= z
+		whole = append(whole, l)
+	}
+	slices.Reverse(whole)
+	if cutLine == "" {
+		if want := joinParts(append([]string{date}, whole...)); ctx != want {
+			t.Fatalf("message seq %d Context=%q, want %q", ms[i].Seq, ctx, want)
 		}
-		if end.IsZero() || m.Time.After(end) {
-			end = m.Time
+		return
+	}
+	// The cut line's start is not empty, so a line break follows it.
+	tail := joinParts(append([]string{"x"}, whole...))[1:]
+	head, ok := strings.CutSuffix(ctx, tail)
+	if !ok {
+		t.Fatalf("message seq %d Context=%q, want it to end with the whole lines %q", ms[i].Seq, ctx, tail)
+	}
+	if date != "" {
+		if head, ok = strings.CutPrefix(head, date+"\n"); !ok {
+			t.Fatalf("message seq %d Context=%q, want it to start with its date %q", ms[i].Seq, ctx, date)
 		}
 	}
-	return start, end
+	if head == "" || !strings.HasPrefix(cutLine, head) || EstimateTokens(head) > left {
+		t.Fatalf("message seq %d Context=%q: %q before the whole lines, want a start of %q within %d tokens", ms[i].Seq, ctx, head, cutLine, left)
+	}
 }
 
-// checkSession chunks ms and checks checkChunks, determinism and both prefix
-// stability properties:
+// joinParts joins parts by "\n" but leaves nothing for empty parts before
+// the first non-empty one.
+func joinParts(parts []string) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+func texts(cs []Chunk) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Text
+	}
+	return out
+}
+
+// checkSession chunks ms and checks checkChunks, determinism and prefix
+// stability:
 //
-//	(a) every chunk of Session(ms[:n]) but the last, and the pieces of the
-//	    last message, starts Session(ms), in the same order;
-//	(b) if chunk c of Session(ms) has Part 0 and starts at ms[i], then
-//	    SessionAfter(ms[:i], ms[i:]) is the chunks from c on, Context included.
+//	(a) Session(ms[:n]) is the chunks of Session(ms) of its n messages;
+//	(b) SessionAfter(ms[:i], ms[i:]) is the chunks of Session(ms) from ms[i]
+//	    on, Context included, and so is SessionAfter given only the last
+//	    ContextMessages of ms[:i] (checked at one i, to save time).
 func checkSession(t testing.TB, cfg Config, scope string, ms []Message) {
 	t.Helper()
 	got := Session(cfg, scope, ms)
@@ -130,29 +189,34 @@ func checkSession(t testing.TB, cfg Config, scope string, ms []Message) {
 	if again := Session(cfg, scope, ms); !reflect.DeepEqual(again, got) {
 		t.Fatalf("Session()=%v, want the same as before %v", again, got)
 	}
+	from := make([]int, len(ms)+1) // from[i]: index of the first chunk of ms[i]
+	for i, k := 0, 0; i < len(ms); i++ {
+		from[i] = k
+		for k < len(got) && got[k].SeqStart == ms[i].Seq {
+			k++
+		}
+		from[i+1] = k
+	}
 	for n := 1; n < len(ms); n++ {
-		prefix := Session(cfg, scope, ms[:n])
-		prefix = prefix[:len(prefix)-1]
-		last := ms[n-1].Seq
-		for len(prefix) > 0 && prefix[len(prefix)-1].SeqStart == last {
-			prefix = prefix[:len(prefix)-1]
-		}
-		if len(prefix) > len(got) || !reflect.DeepEqual(prefix, got[:len(prefix)]) {
-			t.Fatalf("Session(ms[:%d])=%v, want a prefix of Session(ms)=%v", n, spans(prefix), spans(got))
+		if prefix := Session(cfg, scope, ms[:n]); !reflect.DeepEqual(prefix, got[:from[n]]) {
+			t.Fatalf("Session(ms[:%d])=%v, want the first chunks of Session(ms) %v", n, spans(prefix), spans(got[:from[n]]))
 		}
 	}
-	index := make(map[int64]int, len(ms))
-	for i, m := range ms {
-		index[m.Seq] = i
-	}
-	for k, c := range got {
-		if c.Part != 0 {
+	keep := max(cfg.WithDefaults().ContextMessages, 0)
+	for i := range ms {
+		want := got[from[i]:]
+		if suffix := SessionAfter(cfg, scope, ms[:i], ms[i:]); !reflect.DeepEqual(suffix, want) {
+			t.Fatalf("SessionAfter(ms[:%d], ms[%d:])=%v, want %v", i, i, spans(suffix), spans(want))
+		}
+		if i != len(ms)/2 {
 			continue
 		}
-		i := index[c.SeqStart]
-		if suffix := SessionAfter(cfg, scope, ms[:i], ms[i:]); !reflect.DeepEqual(suffix, got[k:]) {
-			t.Fatalf("SessionAfter(ms[:%d], ms[%d:])=%v, want %v", i, i, spans(suffix), spans(got[k:]))
+		if suffix := SessionAfter(cfg, scope, ms[max(i-keep, 0):i], ms[i:]); !reflect.DeepEqual(suffix, want) {
+			t.Fatalf("SessionAfter(ms[%d:%d], ms[%d:])=%v, want %v", max(i-keep, 0), i, i, spans(suffix), spans(want))
 		}
+	}
+	if tail := SessionAfter(cfg, scope, ms, nil); tail != nil {
+		t.Fatalf("SessionAfter(ms, nil)=%v, want nil", spans(tail))
 	}
 }
 
@@ -223,12 +287,21 @@ func randomSession(r *rand.Rand, n int) []Message {
 	return ms
 }
 
+// minBudget is the smallest budget the property tests use. At a budget of 1
+// a piece of a named message can exceed its prefix and half a budget, the
+// bound Session documents: a piece holds at least one rune, and a rune can
+// cost a token of its own.
+const minBudget = 2
+
 func TestSessionPrefixStability(t *testing.T) {
 	r := rand.New(rand.NewPCG(20261130, 1))
-	for range 300 {
-		budget := 8 + r.IntN(150)
-		cfg := Config{BudgetTokens: budget, OverlapTokens: 1 + r.IntN((budget-1)/2)}
-		checkSession(t, cfg, "ns\x00key\x00id", randomSession(r, r.IntN(40)))
+	for range 200 {
+		cfg := Config{
+			BudgetTokens:    []int{minBudget + r.IntN(6), 8 + r.IntN(150)}[min(r.IntN(10), 1)],
+			ContextMessages: []int{-1, 0, 1, 2, 3, 5}[r.IntN(6)],
+			ContextTokens:   []int{0, 0, 1 + r.IntN(40)}[r.IntN(3)],
+		}
+		checkSession(t, cfg, "ns\x00key\x00id", randomSession(r, r.IntN(30)))
 	}
 	for range 5 {
 		checkSession(t, Config{}, "default", randomSession(r, 120))
@@ -265,13 +338,20 @@ func fuzzMessages(data []byte) []Message {
 }
 
 func FuzzSession(f *testing.F) {
-	f.Add(uint8(10), uint8(3), []byte("\x01hello there\x1e\x02how are you?\x1e\x03fine, thanks. And you?"))
-	f.Add(uint8(5), uint8(1), []byte("\x00"+strings.Repeat("日本語のテキスト。", 10)+"\x1e\x41"+strings.Repeat("😀", 30)))
-	f.Add(uint8(0), uint8(0), []byte("\x07\xff\xfe invalid \xc3\x1e\x1e\x1e\x13"+strings.Repeat("word ", 40)))
-	f.Add(uint8(30), uint8(9), []byte("\x03"+strings.Repeat("a", 300)+"\x1e\x00x\x1e\x00y"))
-	f.Fuzz(func(t *testing.T, budget, overlap uint8, data []byte) {
-		cfg := Config{BudgetTokens: 3 + int(budget)%120}
-		cfg.OverlapTokens = 1 + int(overlap)%((cfg.BudgetTokens-1)/2)
+	f.Add(uint8(10), uint8(2), uint8(0), []byte("\x01hello there\x1e\x02how are you?\x1e\x03fine, thanks. And you?"))
+	f.Add(uint8(5), uint8(1), uint8(4), []byte("\x00"+strings.Repeat("日本語のテキスト。", 10)+"\x1e\x41"+strings.Repeat("😀", 30)))
+	f.Add(uint8(0), uint8(0), uint8(0), []byte("\x07\xff\xfe invalid \xc3\x1e\x1e\x1e\x13"+strings.Repeat("word ", 40)))
+	f.Add(uint8(30), uint8(3), uint8(9), []byte("\x03"+strings.Repeat("a", 300)+"\x1e\x00x\x1e\x00y"))
+	f.Add(uint8(1), uint8(255), uint8(1), []byte("\x03Bartholomew\x1e\x00\x1e\x02a b. c"))
+	f.Fuzz(func(t *testing.T, budget, contextMsgs, contextTokens uint8, data []byte) {
+		cfg := Config{
+			BudgetTokens:    int(budget) % 120,      // 0 is the default
+			ContextMessages: int(contextMsgs)%8 - 1, // -1 is none, 0 the default
+			ContextTokens:   int(contextTokens) % 60,
+		}
+		if cfg.BudgetTokens > 0 {
+			cfg.BudgetTokens = max(cfg.BudgetTokens, minBudget)
+		}
 		checkSession(t, cfg, "fuzz", fuzzMessages(data))
 	})
 }

@@ -12,8 +12,8 @@ func EstimateTokens(s string) int {
 }
 
 // size is what EstimateTokens counts of a text. Sizes add exactly (unlike
-// token counts, which round), so the tokens of joined texts can be kept as
-// running sums.
+// token counts, which round), so the tokens of a prefix and a growing piece
+// can be kept as a running sum.
 type size struct {
 	narrow int // bytes outside CJK, kana and hangul
 	wide   int // CJK, kana and hangul runes
@@ -22,9 +22,6 @@ type size struct {
 func (z size) tokens() int { return z.wide + (z.narrow+3)/4 }
 
 func (z size) plus(o size) size { return size{z.narrow + o.narrow, z.wide + o.wide} }
-
-// joined is the size of the texts of z and o joined by "\n".
-func (z size) joined(o size) size { return size{z.narrow + 1 + o.narrow, z.wide + o.wide} }
 
 // measure returns the size of s and whether s is valid UTF-8.
 func measure(s string) (z size, valid bool) {
