@@ -69,8 +69,9 @@ func (c Config) WithDefaults() Config {
 func (c Config) Validate() error {
 	c = c.WithDefaults()
 	switch {
-	case c.BudgetTokens < 0:
-		return fmt.Errorf("budget of %d tokens is negative: %w", c.BudgetTokens, ErrInvalidConfig)
+	case c.BudgetTokens < 2:
+		// A piece holds its "Speaker: " prefix and at least one rune more.
+		return fmt.Errorf("budget of %d tokens is under 2: %w", c.BudgetTokens, ErrInvalidConfig)
 	case c.ContextTokens < 0:
 		return fmt.Errorf("context of %d tokens is negative: %w", c.ContextTokens, ErrInvalidConfig)
 	}
@@ -224,6 +225,9 @@ type builder struct {
 	lines []line
 	buf   []byte // id input: header, then the chunk text
 	out   []Chunk
+	// ctx is the Context of message ctxOf, kept for its later pieces.
+	ctx   string
+	ctxOf int
 }
 
 // message emits message i, which fits the budget, as one chunk.
@@ -335,7 +339,11 @@ func (b *builder) emit(hdr, start, end, part int, z size) {
 			c.TimeEnd = t
 		}
 	}
-	if c.Context = b.context(start, c.TimeStart); c.Context != "" {
+	if part == 0 || b.ctxOf != start {
+		// The pieces of a split message share one context: build it once.
+		b.ctx, b.ctxOf = b.context(start, c.TimeStart), start
+	}
+	if c.Context = b.ctx; c.Context != "" {
 		// The context is part of the identity: a chunk whose context changed
 		// is a new chunk (re-indexed, re-embedded).
 		b.buf = binary.AppendUvarint(b.buf, uint64(len(c.Context)))

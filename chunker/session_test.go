@@ -53,6 +53,7 @@ func TestConfig(t *testing.T) {
 		{"one before", Config{ContextMessages: 1}, Config{BudgetTokens: 400, ContextMessages: 1, ContextTokens: 400}, false},
 		{"context tokens set", Config{BudgetTokens: 50, ContextTokens: 7}, Config{BudgetTokens: 50, ContextMessages: 2, ContextTokens: 7}, false},
 		{"context over the budget", Config{BudgetTokens: 50, ContextTokens: 500}, Config{BudgetTokens: 50, ContextMessages: 2, ContextTokens: 500}, false},
+		{"budget of one (no room for a prefix and a rune)", Config{BudgetTokens: 1}, Config{BudgetTokens: 1, ContextMessages: 2, ContextTokens: 1}, true},
 		{"negative budget", Config{BudgetTokens: -1}, Config{BudgetTokens: -1, ContextMessages: 2, ContextTokens: -1}, true},
 		{"negative budget, context set", Config{BudgetTokens: -1, ContextTokens: 10}, Config{BudgetTokens: -1, ContextMessages: 2, ContextTokens: 10}, true},
 		{"negative context", Config{ContextTokens: -1}, Config{BudgetTokens: 400, ContextMessages: 2, ContextTokens: -1}, true},
