@@ -104,6 +104,16 @@ func matchTerms(text string) []string {
 		}
 		terms = kept
 	}
+	words := make([]string, len(terms))
+	for i, t := range terms {
+		words[i] = t.s
+	}
+	if expand := withIrregularForms(words); len(expand) > len(terms) {
+		terms = terms[:0:0]
+		for i, t := range expand {
+			terms = append(terms, term{s: t, runes: utf8.RuneCountInString(t), order: i})
+		}
+	}
 	if len(terms) > maxMatchTerms {
 		sort.SliceStable(terms, func(i, j int) bool { return terms[i].runes > terms[j].runes })
 		terms = terms[:maxMatchTerms]

@@ -34,7 +34,7 @@ func TestBuildMatch(t *testing.T) {
 		{"only punctuation", `"*()^:-+{}[]`, ""},
 		{"words", "Hello World", `"hello" OR "world"`},
 		{"duplicates", "apple APPLE Apple pie", `"apple" OR "pie"`},
-		{"stop words dropped", "what did Ana say about the move", `"ana" OR "say" OR "move"`},
+		{"stop words dropped", "what did Ana say about the move", `"ana" OR "say" OR "said" OR "move"`},
 		{"only stop words kept", "what is the", `"what" OR "is" OR "the"`},
 		{"operators are words", "a AND b OR NOT c NEAR(d e)", `"b" OR "c" OR "near" OR "d" OR "e"`},
 		{"column filter and prefix", "text:foo* ^bar -baz", `"text" OR "foo" OR "bar" OR "baz"`},
@@ -44,6 +44,8 @@ func TestBuildMatch(t *testing.T) {
 		{"digits", "room 101 in 2026", `"room" OR "101" OR "2026"`},
 		{"invalid utf-8 separates", "ab\xffcd", `"ab" OR "cd"`},
 		{"overlong token dropped", long + " ok", `"ok"`},
+		{"irregular forms added after their word", "where did the children go", `"children" OR "child" OR "go" OR "went" OR "gone"`},
+		{"an irregular form is not repeated", "went go", `"went" OR "gone" OR "go"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := BuildMatch(tc.in); got != tc.want {
