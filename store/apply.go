@@ -283,6 +283,7 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 	}
 	s.index.apply(w.ops)
 	s.sizes.add(w.nsDelta)
+	s.speakers.add(b.Messages)
 	return w.stats, nil
 }
 

@@ -45,6 +45,9 @@ func (s *Shard) KeywordSearch(ctx context.Context, ns, text string, f Filter, li
 	if len(terms) == 0 || limit <= 0 {
 		return nil, nil
 	}
+	// The speakers the query names, before pruning drops their names as
+	// common terms (a speaker is on half of a chat's lines).
+	boost, boostArgs := speakerCase(s.speakers.named(ns, text, terms))
 	terms, matching, err := s.df.prune(ctx, s.r, terms, s.sizes.shardTotal())
 	if err != nil {
 		return nil, fmt.Errorf("keyword search: %w", err)
@@ -70,7 +73,7 @@ func (s *Shard) KeywordSearch(ctx context.Context, ns, text string, f Filter, li
 	// A query with CJK terms cuts its snippets from the chunk's text (see
 	// cjkSnippet); FTS5's snippet is the fallback.
 	cjk := hasCJKTerm(terms)
-	q, args := keywordQuery(ns, m, s.sizes.useNSToken(ns), f, limit, minRowid, cjk)
+	q, args := keywordQuery(ns, m, s.sizes.useNSToken(ns), f, limit, minRowid, cjk, boost, boostArgs)
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("keyword search: %w", err)
@@ -164,12 +167,17 @@ func appendFilter(b *strings.Builder, args []any, f Filter) []any {
 
 // keywordQuery builds the SQL of a keyword search; only the filters in use
 // appear, so each shape gets its own cached plan. withText also selects the
-// chunk's text (for cjkSnippet). nsToken adds the
+// chunk's text (for cjkSnippet). boost, when set, is a SQL factor of the
+// BM25 rank (speakerCase) with its arguments. nsToken adds the
 // namespace's FTS token to the MATCH (see useNSToken); chunks.namespace is
 // checked exactly either way.
-func keywordQuery(ns, match string, nsTok bool, f Filter, limit int, minRowid int64, withText bool) (string, []any) {
+func keywordQuery(ns, match string, nsTok bool, f Filter, limit int, minRowid int64, withText bool, boost string, boostArgs []any) (string, []any) {
 	var b strings.Builder
-	b.WriteString(`SELECT c.id, chunks_fts.rank, snippet(chunks_fts, 0, '` + snippetOpen + `', '` + snippetClose +
+	rank := `chunks_fts.rank`
+	if boost != "" {
+		rank += ` * ` + boost
+	}
+	b.WriteString(`SELECT c.id, ` + rank + ` AS r, snippet(chunks_fts, 0, '` + snippetOpen + `', '` + snippetClose +
 		`', '` + snippetEllips + `', ` + fmt.Sprint(snippetTokens) + `)`)
 	if withText {
 		b.WriteString(`, c.text`)
@@ -181,13 +189,17 @@ func keywordQuery(ns, match string, nsTok bool, f Filter, limit int, minRowid in
 	if nsTok {
 		expr = `ns : "` + nsToken(ns) + `" AND ` + expr
 	}
-	args := []any{expr, ns}
+	args := append(append([]any{}, boostArgs...), expr, ns)
 	if minRowid > 0 {
 		b.WriteString(` AND chunks_fts.rowid >= ?`)
 		args = append(args, minRowid)
 	}
 	args = appendFilter(&b, args, f)
-	b.WriteString(` ORDER BY chunks_fts.rank LIMIT ?`)
+	if boost != "" {
+		b.WriteString(` ORDER BY r LIMIT ?`)
+	} else {
+		b.WriteString(` ORDER BY chunks_fts.rank LIMIT ?`)
+	}
 	args = append(args, limit)
 	return b.String(), args
 }

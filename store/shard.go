@@ -97,6 +97,8 @@ type Shard struct {
 	index *vectorIndex
 	sizes *nsSizes
 	df    *termDF
+	// speakers are the speaker names of each namespace (speakers.go).
+	speakers *speakerSet
 	// vec is the vector mode (see VectorMode); it changes from sqlite-vec
 	// to go-scan at most once while open, under writeMu.
 	vec atomic.Pointer[vecState]
@@ -159,7 +161,7 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &Shard{path: path, dims: cfg.Dims, w: w, index: newVectorIndex(cfg.Dims), sizes: &nsSizes{}, df: newTermDF()}
+	s := &Shard{path: path, dims: cfg.Dims, w: w, index: newVectorIndex(cfg.Dims), sizes: &nsSizes{}, df: newTermDF(), speakers: newSpeakerSet()}
 	defer func() {
 		if err != nil {
 			s.closeDBs()
@@ -208,6 +210,9 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	}
 	if err := s.sizes.load(ctx, s.r); err != nil {
 		return nil, fmt.Errorf("load sizes: %w", err)
+	}
+	if err := s.speakers.load(ctx, s.r); err != nil {
+		return nil, fmt.Errorf("load speakers: %w", err)
 	}
 	if err := s.loadIndex(ctx); err != nil {
 		if s.vec.Load().plain() || errors.Is(err, ErrDims) || ctx.Err() != nil {
@@ -403,7 +408,7 @@ func openReadOnly(ctx context.Context, path string, cfg Config) (_ *Shard, err e
 	if cfg.NoSqliteVec {
 		params += "&" + noVecParam
 	}
-	s := &Shard{path: path, dims: cfg.Dims, readOnly: true, index: newVectorIndex(cfg.Dims), sizes: &nsSizes{}, df: newTermDF()}
+	s := &Shard{path: path, dims: cfg.Dims, readOnly: true, index: newVectorIndex(cfg.Dims), sizes: &nsSizes{}, df: newTermDF(), speakers: newSpeakerSet()}
 	defer func() {
 		if err != nil {
 			s.closeDBs()
@@ -469,6 +474,9 @@ func openReadOnly(ctx context.Context, path string, cfg Config) (_ *Shard, err e
 	}
 	if err := s.sizes.load(ctx, s.r); err != nil {
 		return nil, fmt.Errorf("load sizes: %w", err)
+	}
+	if err := s.speakers.load(ctx, s.r); err != nil {
+		return nil, fmt.Errorf("load speakers: %w", err)
 	}
 	if err := s.loadIndex(ctx); err != nil {
 		return nil, fmt.Errorf("load vectors: %w", err)
