@@ -183,11 +183,15 @@ func (q *qmd) Search(ctx context.Context, req memindex.SearchRequest) (memindex.
 	if len(hits) > req.K {
 		hits = hits[:req.K]
 	}
+	if req.Budget > 0 && len(hits) > req.Budget { // a file hit counts one
+		hits = hits[:req.Budget]
+	}
 	took := float64(time.Since(start).Microseconds()) / 1000
 	resp := memindex.SearchResponse{Type: "search.result", Version: 1, Namespace: req.Namespace, Hits: hits,
 		Partition: -1, TookMs: took, Backend: BackendQMD}
 	resp.Legs.Keyword = memindex.Leg{Ran: true, Answered: true, Hits: len(hits), TookMs: took}
 	resp.Legs.Vector.Reason = "qmd search is keyword-only (BM25)"
+	resp.Used = memindex.Usage{Hits: len(hits), Messages: len(hits), Budget: req.Budget}
 	var ignored []string
 	for _, f := range []struct {
 		name string
@@ -195,7 +199,8 @@ func (q *qmd) Search(ctx context.Context, req memindex.SearchRequest) (memindex.
 	}{{"sessionKey", req.SessionKey != ""}, {"sessionId", req.SessionID != ""}, {"dirPath", req.DirPath != ""},
 		{"after", req.After != ""}, {"before", req.Before != ""}, {"updatedAfter", req.UpdatedAfter != ""},
 		{"sources", len(req.Sources) > 0 && !(len(req.Sources) == 1 && req.Sources[0] == memindex.SourceFiles)},
-		{"mode", req.Mode != memindex.ModeHybrid && req.Mode != memindex.ModeKeyword}} {
+		{"mode", req.Mode != memindex.ModeHybrid && req.Mode != memindex.ModeKeyword},
+		{"budgetTokens", req.BudgetTokens > 0}, {"around", req.Around > 0}} {
 		if f.set {
 			ignored = append(ignored, f.name)
 		}

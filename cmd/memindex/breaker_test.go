@@ -63,7 +63,7 @@ func TestProviderOutageOpensTheBreaker(t *testing.T) {
 	cfg := serveConfig{listen: "127.0.0.1:-1", data: t.TempDir(), partitions: 2,
 		provider: providerFlags{name: "openai", baseURL: srv.URL, model: "local-test", dims: 16, timeout: time.Second, retries: -1},
 		breaker:  embedder.BreakerConfig{Failures: 2, Cooldown: 200 * time.Millisecond},
-		batch:    100, embedBatch: 64, embedConc: 2, chunkTokens: 400, overlap: 60, worker: "breaker-test", maxPending: 16}
+		batch:    100, embedBatch: 64, embedConc: 2, chunkTokens: 400, worker: "breaker-test", maxPending: 16}
 	n, err := startNode(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("startNode: %v", err)

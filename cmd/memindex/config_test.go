@@ -46,14 +46,14 @@ func showConfig(t *testing.T, args ...string) (map[string]setting, string) {
 // TestConfigPrecedence: flag > environment > file > default, for flag names
 // and environment-style names in the file.
 func TestConfigPrecedence(t *testing.T) {
-	path := writeConfig(t, "chunk-tokens: 80\nbatch: 9\nlog-level: warn\nMEMINDEX_CHUNK_OVERLAP: 4\nsqlite-vec: false\nbreaker-cooldown: 1m\n")
+	path := writeConfig(t, "chunk-tokens: 80\nbatch: 9\nlog-level: warn\nMEMINDEX_CHUNK_CONTEXT: 4\nsqlite-vec: false\nbreaker-cooldown: 1m\n")
 	t.Setenv("MEMINDEX_BATCH", "7")
 	got, _ := showConfig(t, "--config", path, "--log-level", "debug")
 	for _, w := range []setting{
 		{Name: "chunk-tokens", Value: "80", Source: sourceFile, From: path + ":1"},
 		{Name: "batch", Value: "7", Source: sourceEnv, From: "MEMINDEX_BATCH"},
 		{Name: "log-level", Value: "debug", Source: sourceFlag},
-		{Name: "chunk-overlap", Value: "4", Source: sourceFile, From: path + ":4"},
+		{Name: "chunk-context", Value: "4", Source: sourceFile, From: path + ":4"},
 		{Name: "sqlite-vec", Value: "false", Source: sourceFile, From: path + ":5"},
 		{Name: "breaker-cooldown", Value: "1m0s", Source: sourceFile, From: path + ":6"},
 		{Name: "embed-batch", Value: "64", Source: sourceDefault},

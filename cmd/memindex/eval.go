@@ -51,7 +51,7 @@ type evalOptions struct {
 	fs                          *flag.FlagSet
 	modes                       []string
 	fusion                      *string
-	chunkTokens, overlap, ctxs  *int
+	chunkTokens, ctxs           *int
 	rrfVector, rrfKeyword, rrfK *float64
 	split, byCategory, asJSON   bool
 	tune                        tuneFlag
@@ -69,8 +69,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	o := &evalOptions{fs: fs}
 	mode := fs.String("mode", "keyword,vector,hybrid", "search modes to measure, comma separated: keyword, vector, hybrid; the first one chooses under --tune")
 	o.fusion = fs.String("fusion", memindex.FusionRRF, "hybrid fusion: rrf or weighted")
-	o.chunkTokens = fs.Int("chunk-tokens", defaultChunkTokens, "session window budget in tokens")
-	o.overlap = fs.Int("chunk-overlap", defaultChunkOverlap, "window overlap in tokens")
+	o.chunkTokens = fs.Int("chunk-tokens", defaultChunkTokens, "most tokens of one indexed chunk (a longer message is indexed in pieces)")
 	o.ctxs = fs.Int("chunk-context", 2, "messages before a chunk indexed as its context; 0: none")
 	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
 	o.rrfVector = fs.Float64("rrf-vector-weight", 0, "weight of the vector leg in RRF; 0: the serve default for the embedder")
@@ -310,7 +309,7 @@ func evalPass(ctx context.Context, o *evalOptions, c eval.Corpus, progress io.Wr
 	}
 	defer os.RemoveAll(tmp)
 	cfg := serveConfig{listen: "127.0.0.1:-1", data: tmp, partitions: memindex.DefaultPartitions, provider: providerFlags{name: "builtin"},
-		batch: 1000, embedBatch: 64, embedConc: 4, chunkTokens: *o.chunkTokens, overlap: *o.overlap, contextMsgs: contextMessages(*o.ctxs), worker: "eval", maxPending: 1024,
+		batch: 1000, embedBatch: 64, embedConc: 4, chunkTokens: *o.chunkTokens, contextMsgs: contextMessages(*o.ctxs), worker: "eval", maxPending: 1024,
 		rrfVector: *o.rrfVector, rrfKeyword: *o.rrfKeyword, rrfK: *o.rrfK}
 	n, err := startNode(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {

@@ -27,7 +27,7 @@ import (
 // on a free port, on an embedded server unless server is set.
 func obsConfig(dir, server string, partitions int) serveConfig {
 	c := serveConfig{listen: "127.0.0.1:-1", data: dir, partitions: partitions, provider: providerFlags{name: "builtin", dims: 64},
-		batch: 100, embedBatch: 64, embedConc: 2, chunkTokens: 200, overlap: 30, worker: "obs", maxPending: 64,
+		batch: 100, embedBatch: 64, embedConc: 2, chunkTokens: 200, worker: "obs", maxPending: 64,
 		http: "127.0.0.1:0", httpExplicit: true, readyLag: defaultReadyLag}
 	c.conn.server = server
 	return c

@@ -28,7 +28,7 @@ Usage:
   memindex rebuild --all                   drop every shard of a stopped worker; the next serve rebuilds them from the stream
   memindex snapshot --partition N | --all  snapshot shards to the MEMINDEX_SNAPSHOTS object store now
   memindex bench   [flags]                 measure ingest rate and search latency
-  memindex eval    [flags]                 measure retrieval quality on LoCoMo (rec@k, hit@k, MRR)
+  memindex eval    [flags]                 retrieval quality, strict budget, beside plain BM25 (LoCoMo, synthetic-en/zh, --data DIR, --split)
   memindex doctor  [--data DIR] [flags]    check NATS, streams, consumers, shards and the provider; say what to fix (exit 1 on a failure)
   memindex config show [--config FILE] [serve flags] [--json]
                                            the effective serve configuration, where each value comes from, secrets redacted

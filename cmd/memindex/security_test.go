@@ -35,7 +35,7 @@ import (
 // testServeConfig is the worker configuration of testNodeIn on data dir.
 func testServeConfig(dir string) serveConfig {
 	return serveConfig{listen: "127.0.0.1:-1", data: dir, partitions: 2, provider: providerFlags{name: "builtin", dims: 384},
-		batch: 500, embedBatch: 64, embedConc: 2, chunkTokens: 400, overlap: 60, worker: "test", maxPending: 64}
+		batch: 500, embedBatch: 64, embedConc: 2, chunkTokens: 400, worker: "test", maxPending: 64}
 }
 
 // runTestNode starts a worker with cfg (log nil: discarded) and runs it

@@ -59,7 +59,6 @@ type serveConfig struct {
 	embedBatch       int
 	embedConc        int
 	chunkTokens      int
-	overlap          int // unused: windows are gone (eval still sets it)
 	contextMsgs      int // chunker.Config.ContextMessages: 0 default, negative none
 	worker           string
 	logLevel         string
@@ -410,12 +409,8 @@ func (n *node) close() {
 // agent pays for: one message, never its neighbours), and only a message of
 // more than defaultChunkTokens is indexed in pieces; the context column (its
 // date, the two messages before it) recovers what bigger windows gave to
-// ranking (BENCHMARKS.md). defaultChunkOverlap is what eval still passes
-// for windows that no longer exist; it is ignored.
-const (
-	defaultChunkTokens  = 400
-	defaultChunkOverlap = 0
-)
+// ranking (BENCHMARKS.md).
+const defaultChunkTokens = 400
 
 // defaultConsumerInactive is how long an unused durable consumer lives
 // (--consumer-inactive): long enough that a worker restarted, upgraded or

@@ -140,7 +140,7 @@ func TestSnapshotCommandAndRebuildPartition(t *testing.T) {
 	}
 	stop()
 
-	common := []string{"--data", dir, "--partition", fmt.Sprint(p), "--chunk-tokens", "400", "--chunk-overlap", "60", "--chunk-context", "2", "--json"}
+	common := []string{"--data", dir, "--partition", fmt.Sprint(p), "--chunk-tokens", "400", "--chunk-context", "2", "--json"}
 	for _, tc := range []struct {
 		name      string
 		args      []string

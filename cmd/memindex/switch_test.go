@@ -21,7 +21,7 @@ import (
 func startCfg(t *testing.T, dir string, dims int) (*node, func()) {
 	t.Helper()
 	cfg := serveConfig{listen: "127.0.0.1:-1", data: dir, partitions: 4, provider: providerFlags{name: "builtin", dims: dims},
-		batch: 200, embedBatch: 64, embedConc: 2, chunkTokens: 120, overlap: 20, worker: "switch", maxPending: 64}
+		batch: 200, embedBatch: 64, embedConc: 2, chunkTokens: 120, worker: "switch", maxPending: 64}
 	n, err := startNode(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("startNode(dims %d): %v", dims, err)
