@@ -142,36 +142,44 @@ func (s *Shard) Chunks(ctx context.Context, ids []string) (map[string]ChunkRecor
 			return nil, fmt.Errorf("chunks: %w", err)
 		}
 	}
-	msg, err := tx.PrepareContext(ctx, `SELECT seq, id, role, speaker, text, ts FROM messages
-		WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq BETWEEN ? AND ?
-		ORDER BY seq`)
-	if err != nil {
-		return nil, fmt.Errorf("chunks: %w", err)
-	}
-	defer msg.Close()
-	first, err := tx.PrepareContext(ctx, `SELECT id FROM chunks
-		WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq_start = ? AND part = 0 AND source = 'sessions'`)
-	if err != nil {
-		return nil, fmt.Errorf("chunks: %w", err)
-	}
-	defer first.Close()
-	for id, c := range out {
-		if c.Source != "sessions" {
-			continue
-		}
-		ms, err := scanMessages(ctx, msg, SessionRef{Namespace: c.Namespace, SessionKey: c.SessionKey, SessionID: c.SessionID}, c.SeqStart, c.SeqEnd)
-		if err != nil {
-			return nil, fmt.Errorf("chunks: messages: %w", err)
-		}
-		for _, m := range ms {
-			if m.ID != "" {
-				c.MessageIDs = append(c.MessageIDs, m.ID)
+	// Multi-message chunks (windows of an older memindex, read-only) list
+	// their message ids; later pieces of a split message name the first.
+	var msg, first *sql.Stmt
+	defer func() {
+		for _, st := range []*sql.Stmt{msg, first} {
+			if st != nil {
+				st.Close()
 			}
 		}
-		if len(ms) == 1 && c.SeqStart == c.SeqEnd {
-			c.Message = &ms[0]
-		}
-		if c.Message != nil && c.Part > 0 {
+	}()
+	for id, c := range out {
+		switch {
+		case c.Source != "sessions":
+			continue
+		case c.Message == nil:
+			if msg == nil {
+				if msg, err = tx.PrepareContext(ctx, `SELECT seq, id, role, speaker, text, ts FROM messages
+					WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq BETWEEN ? AND ?
+					ORDER BY seq`); err != nil {
+					return nil, fmt.Errorf("chunks: %w", err)
+				}
+			}
+			ms, err := scanMessages(ctx, msg, SessionRef{Namespace: c.Namespace, SessionKey: c.SessionKey, SessionID: c.SessionID}, c.SeqStart, c.SeqEnd)
+			if err != nil {
+				return nil, fmt.Errorf("chunks: messages: %w", err)
+			}
+			for _, m := range ms {
+				if m.ID != "" {
+					c.MessageIDs = append(c.MessageIDs, m.ID)
+				}
+			}
+		case c.Part > 0:
+			if first == nil {
+				if first, err = tx.PrepareContext(ctx, `SELECT id FROM chunks
+					WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq_start = ? AND part = 0 AND source = 'sessions'`); err != nil {
+					return nil, fmt.Errorf("chunks: %w", err)
+				}
+			}
 			var id0 string
 			switch err := first.QueryRowContext(ctx, c.Namespace, c.SessionKey, c.SessionID, c.SeqStart).Scan(&id0); {
 			case err == nil:
@@ -206,21 +214,37 @@ func scanMessages(ctx context.Context, stmt *sql.Stmt, ref SessionRef, from, to 
 	return out, rows.Err()
 }
 
+// readChunks reads the chunks of ids args into out, a session chunk of one
+// message with that message (whole) and its id.
 func readChunks(ctx context.Context, tx *sql.Tx, args []any, out map[string]ChunkRecord) error {
-	rows, err := tx.QueryContext(ctx, `SELECT id, namespace, source, session_key, session_id,
-		seq_start, seq_end, part, text, context, ts_start, ts_end, path, dir_path FROM chunks WHERE id IN (`+placeholders(len(args))+`)`, args...)
+	rows, err := tx.QueryContext(ctx, `SELECT c.id, c.namespace, c.source, c.session_key, c.session_id,
+		c.seq_start, c.seq_end, c.part, c.text, c.context, c.ts_start, c.ts_end, c.path, c.dir_path,
+		m.seq, m.id, m.role, m.speaker, m.text, m.ts
+		FROM chunks c LEFT JOIN messages m ON c.source = 'sessions' AND c.seq_start = c.seq_end
+			AND m.namespace = c.namespace AND m.session_key = c.session_key AND m.session_id = c.session_id AND m.seq = c.seq_start
+		WHERE c.id IN (`+placeholders(len(args))+`)`, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var c ChunkRecord
-		var ts0, ts1 sql.NullInt64
+		var ts0, ts1, mts sql.NullInt64
+		var mseq sql.NullInt64
+		var mid, mrole, mspeaker, mtext sql.NullString
 		if err := rows.Scan(&c.ID, &c.Namespace, &c.Source, &c.SessionKey, &c.SessionID,
-			&c.SeqStart, &c.SeqEnd, &c.Part, &c.Text, &c.Context, &ts0, &ts1, &c.Path, &c.DirPath); err != nil {
+			&c.SeqStart, &c.SeqEnd, &c.Part, &c.Text, &c.Context, &ts0, &ts1, &c.Path, &c.DirPath,
+			&mseq, &mid, &mrole, &mspeaker, &mtext, &mts); err != nil {
 			return err
 		}
 		c.TimeStart, c.TimeEnd = timeOf(ts0), timeOf(ts1)
+		if mseq.Valid {
+			c.Message = &Message{Namespace: c.Namespace, SessionKey: c.SessionKey, SessionID: c.SessionID, Seq: mseq.Int64,
+				ID: mid.String, Role: mrole.String, Speaker: mspeaker.String, Text: mtext.String, Time: timeOf(mts)}
+			if mid.String != "" {
+				c.MessageIDs = []string{mid.String}
+			}
+		}
 		out[c.ID] = c
 	}
 	return rows.Err()
