@@ -2,11 +2,8 @@ package store
 
 import (
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/go-ego/gse"
 )
 
 // Chinese, Japanese and Korean text for the keyword index.
@@ -58,8 +55,10 @@ import (
 // instead of 206 MB and a 1.9-3.9 s load instead of 2.9-6.9 s. gse's
 // Japanese dictionary was rejected: 450 MB of heap, a 7 s load and worse
 // cuts (台か|ら, 昨|日の; loaded with the Chinese one it spoils Chinese:
-// 研究人|工智能). The dictionary is loaded on first use, so a worker that
-// never sees CJK text never loads it.
+// 研究人|工智能). The dictionary is loaded in the background by Open for a
+// shard that holds Han text, or by ingest of Han text, never by a search
+// (segment_load.go, which also keeps only what the cut reads of it), so a
+// worker that never sees Han text never loads it.
 //
 // tokenizerVersion names everything above that decides the indexed words:
 // the segmenter and its dictionary, the rune classes, the bigram and
@@ -214,13 +213,14 @@ func indexForm(text string) (seg, words string, cjk bool) {
 		s := text[run.start:run.end]
 		switch run.class {
 		case classHan:
-			for i, word := range cutHan(s) {
+			d := hanForIndex()
+			for i, word := range cutHan(d, s) {
 				if i > 0 {
 					b.WriteString(wordSep)
 					changed = true
 				}
 				b.WriteString(word)
-				for _, sub := range subWords(word) { // jieba's search mode
+				for _, sub := range subWords(d, word) { // jieba's search mode
 					addWord(sub)
 				}
 			}
@@ -268,11 +268,11 @@ func phoneticWords(s string, class runeClass, index bool) []string {
 	return out
 }
 
-// cutHan cuts a run of Han characters into words (jieba's accurate mode,
-// with the HMM for words the dictionary lacks). The words always join back
-// into s.
-func cutHan(s string) []string {
-	words := hanSegmenter().Cut(s, true)
+// cutHan cuts a run of Han characters into words with d (jieba's accurate
+// mode, with the HMM for words the dictionary lacks). The words always join
+// back into s.
+func cutHan(d *hanDict, s string) []string {
+	words := d.cut(s)
 	off := 0
 	for _, w := range words {
 		if w == "" || !strings.HasPrefix(s[off:], w) {
@@ -286,19 +286,18 @@ func cutHan(s string) []string {
 	return words
 }
 
-// subWords returns the words of two and three characters that the
-// dictionary knows inside word w, when w is longer than them.
-func subWords(w string) []string {
+// subWords returns the words of two and three characters that d knows
+// inside word w, when w is longer than them.
+func subWords(d *hanDict, w string) []string {
 	if utf8.RuneCountInString(w) <= 2 {
 		return nil
 	}
-	seg := hanSegmenter()
 	runes := []rune(w)
 	var out []string
 	for _, n := range [2]int{2, 3} {
 		for i := 0; i+n <= len(runes) && n < len(runes); i++ {
 			gram := string(runes[i : i+n])
-			if f, _, ok := seg.Find(gram); ok && f > 0 {
+			if f, ok := d.find(gram); ok && f > 0 {
 				out = append(out, gram)
 			}
 		}
@@ -306,38 +305,25 @@ func subWords(w string) []string {
 	return out
 }
 
-var (
-	hanOnce sync.Once
-	hanSeg  *gse.Segmenter
-)
-
-// hanSegmenter returns the shared gse segmenter, loading its dictionary on
-// first use (a few seconds, ~135 MB). After loading it is only read, which
-// is safe from any goroutine.
-func hanSegmenter() *gse.Segmenter {
-	hanOnce.Do(func() {
-		seg := &gse.Segmenter{SkipLog: true} // library code never prints
-		// LoadDictEmbed never fails for an embedded dictionary; an empty
-		// dictionary would still cut (one character a word, HMM-joined).
-		_ = seg.LoadDictEmbed("zh_s")
-		hanSeg = seg
-	})
-	return hanSeg
-}
-
 // queryTerms returns the search terms of one CJK run of a query, the same
 // words the index holds for it: for Han the words and their sub-words, for
 // Kana and Hangul the run and its bigrams. Stop words are dropped, and so is
-// everything derived from a run that is a stop word itself.
+// everything derived from a run that is a stop word itself. A Han run before
+// the dictionary is loaded, when no open shard holds Han text (hanForQuery),
+// gives the run and its bigrams too: nothing indexed can match them then.
 func queryTerms(s string, class runeClass) []string {
 	var terms []string
-	switch class {
-	case classHan:
-		for _, w := range cutHan(s) {
+	var d *hanDict
+	if class == classHan {
+		d = hanForQuery()
+	}
+	switch {
+	case d != nil:
+		for _, w := range cutHan(d, s) {
 			if cjkStopWords[w] {
 				continue
 			}
-			for _, t := range append(subWords(w), w) {
+			for _, t := range append(subWords(d, w), w) {
 				if !cjkStopWords[t] {
 					terms = append(terms, t)
 				}

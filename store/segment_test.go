@@ -187,7 +187,7 @@ func FuzzSegmentRoundTrip(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	hanSegmenter() // load the dictionary outside the fuzz deadline
+	hanForIndex() // load the dictionary outside the fuzz deadline
 	db := openSegDB(f)
 	ins, err := db.Prepare(`INSERT INTO chunks(rowid, text, ns, fts_seg, fts_words) VALUES (1, ?, 'n610', ?, ?)`)
 	if err != nil {

@@ -106,6 +106,9 @@ type Shard struct {
 	vecLoaded bool
 	// readOnly: opened with Config.ReadOnly; w is a read-only connection.
 	readOnly bool
+	// han loads the Chinese dictionary in the background when the shard
+	// holds Han text (nil otherwise); Close stops it (segment_load.go).
+	han *hanLoader
 
 	// writeMu serialises write transactions together with the in-memory
 	// index update that follows their commit, so index updates apply in
@@ -223,6 +226,11 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 			return nil, fmt.Errorf("load vectors: %w", err)
 		}
 	}
+	// Last, so that nothing fails after it: a shard with Han text starts
+	// loading the dictionary its searches need (segment_load.go).
+	if s.han, err = startHanLoad(ctx, s.r); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -325,6 +333,7 @@ func (s *Shard) Close(ctx context.Context) error {
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	hanErr := s.han.stop(ctx) // started last by Open, stopped first
 	var optErr error
 	if !s.readOnly {
 		_, optErr = s.w.ExecContext(ctx, `PRAGMA optimize`)
@@ -332,7 +341,7 @@ func (s *Shard) Close(ctx context.Context) error {
 	if errors.Is(optErr, context.Canceled) || errors.Is(optErr, context.DeadlineExceeded) {
 		optErr = nil // optimize is best effort
 	}
-	err := errors.Join(optErr, s.closeDBs())
+	err := errors.Join(hanErr, optErr, s.closeDBs())
 	if err != nil {
 		return fmt.Errorf("close shard: %w", err)
 	}
@@ -480,6 +489,9 @@ func openReadOnly(ctx context.Context, path string, cfg Config) (_ *Shard, err e
 	}
 	if err := s.loadIndex(ctx); err != nil {
 		return nil, fmt.Errorf("load vectors: %w", err)
+	}
+	if s.han, err = startHanLoad(ctx, s.r); err != nil { // last, as in open
+		return nil, err
 	}
 	return s, nil
 }
