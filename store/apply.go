@@ -19,20 +19,20 @@ const (
 		id = excluded.id, role = excluded.role, speaker = excluded.speaker, text = excluded.text, ts = excluded.ts`
 	sqlDeleteMessagesKey     = `DELETE FROM messages WHERE namespace = ? AND session_key = ?`
 	sqlDeleteMessagesSession = `DELETE FROM messages WHERE namespace = ? AND session_key = ? AND session_id = ?`
-	sqlDeleteChunksKey       = `DELETE FROM chunks WHERE namespace = ? AND session_key = ? RETURNING rowid, fts_body, fts_words, fts_ctx, has_vector`
-	sqlDeleteChunksSession   = `DELETE FROM chunks WHERE namespace = ? AND session_key = ? AND session_id = ? RETURNING rowid, fts_body, fts_words, fts_ctx, has_vector`
-	sqlSelectTail            = `SELECT rowid, id, fts_body, fts_words, fts_ctx, has_vector FROM chunks
+	sqlDeleteChunksKey       = `DELETE FROM chunks WHERE namespace = ? AND session_key = ? RETURNING rowid, fts_body, fts_words, fts_ctx, sk, has_vector`
+	sqlDeleteChunksSession   = `DELETE FROM chunks WHERE namespace = ? AND session_key = ? AND session_id = ? RETURNING rowid, fts_body, fts_words, fts_ctx, sk, has_vector`
+	sqlSelectTail            = `SELECT rowid, id, fts_body, fts_words, fts_ctx, sk, has_vector FROM chunks
 		WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq_start >= ?`
 	sqlDeleteChunk = `DELETE FROM chunks WHERE rowid = ?`
 	sqlInsertChunk = `INSERT INTO chunks(id, namespace, source, session_key, session_id, seq_start, seq_end, part, text, ts_start, ts_end, has_vector, created_at, path, dir_path, fts_seg, fts_words, fts_ver, context, ctx_seg)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, unixepoch(), ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`
-	sqlDeleteFileChunks = `DELETE FROM chunks WHERE namespace = ? AND path = ? AND source = ? RETURNING rowid, fts_body, fts_words, fts_ctx, has_vector`
+	sqlDeleteFileChunks = `DELETE FROM chunks WHERE namespace = ? AND path = ? AND source = ? RETURNING rowid, fts_body, fts_words, fts_ctx, sk, has_vector`
 	sqlDeleteFile       = `DELETE FROM files WHERE namespace = ? AND path = ?`
 	sqlUpsertFile       = `INSERT INTO files(namespace, path, dir_path, content_hash, content, updated_at) VALUES (?, ?, ?, ?, ?, unixepoch())
 		ON CONFLICT(namespace, path) DO UPDATE SET dir_path = excluded.dir_path, content_hash = excluded.content_hash,
 		content = excluded.content, updated_at = excluded.updated_at`
-	sqlFTSInsert   = `INSERT INTO chunks_fts(rowid, fts_body, ns, fts_words, fts_ctx) VALUES (?, ?, ?, ?, ?)`
-	sqlFTSDelete   = `INSERT INTO chunks_fts(chunks_fts, rowid, fts_body, ns, fts_words, fts_ctx) VALUES ('delete', ?, ?, ?, ?, ?)`
+	sqlFTSInsert   = `INSERT INTO chunks_fts(rowid, fts_body, ns, fts_words, fts_ctx, sk) VALUES (?, ?, ?, ?, ?, ?)`
+	sqlFTSDelete   = `INSERT INTO chunks_fts(chunks_fts, rowid, fts_body, ns, fts_words, fts_ctx, sk) VALUES ('delete', ?, ?, ?, ?, ?, ?)`
 	sqlVecInsert   = `INSERT INTO vec_chunks(rowid, embedding) VALUES (?, ?)`
 	sqlVecDelete   = `DELETE FROM vec_chunks WHERE rowid = ?`
 	sqlSetHasVec   = `UPDATE chunks SET has_vector = 1 WHERE rowid = ?`
@@ -348,6 +348,7 @@ type deletedChunk struct {
 	text      string
 	words     sql.NullString
 	ctx       string
+	sk        string // the session key token it was indexed with (chunks.sk)
 	hasVector bool
 }
 
@@ -381,7 +382,7 @@ func (w *writer) deleteSession(ref SessionRef) error {
 
 // dropChunkIndexes removes the FTS row and vector of a deleted chunk.
 func (w *writer) dropChunkIndexes(ns string, d deletedChunk) error {
-	if _, err := w.st(w.ws.ftsDelete).ExecContext(w.ctx, d.rowid, d.text, nsToken(ns), d.words, d.ctx); err != nil {
+	if _, err := w.st(w.ws.ftsDelete).ExecContext(w.ctx, d.rowid, d.text, nsToken(ns), d.words, d.ctx, d.sk); err != nil {
 		return fmt.Errorf("fts delete: %w", err)
 	}
 	if d.hasVector {
@@ -419,7 +420,7 @@ func (w *writer) rechunk(sc *SessionChunks) error {
 	var tail []stored
 	for rows.Next() {
 		var e stored
-		if err := rows.Scan(&e.rowid, &e.id, &e.text, &e.words, &e.ctx, &e.hasVector); err != nil {
+		if err := rows.Scan(&e.rowid, &e.id, &e.text, &e.words, &e.ctx, &e.sk, &e.hasVector); err != nil {
 			rows.Close()
 			return err
 		}
@@ -494,7 +495,7 @@ func (w *writer) insertChunk(c *Chunk) error {
 	if err != nil {
 		return err
 	}
-	if _, err := w.st(w.ws.ftsInsert).ExecContext(w.ctx, rowid, fi.body, nsToken(c.Namespace), fi.words, cbody); err != nil {
+	if _, err := w.st(w.ws.ftsInsert).ExecContext(w.ctx, rowid, fi.body, nsToken(c.Namespace), fi.words, cbody, skToken(c.SessionKey)); err != nil {
 		return fmt.Errorf("fts insert: %w", err)
 	}
 	w.stats.ChunksInserted++
@@ -528,12 +529,20 @@ func (w *writer) writeVector(rowid int64, c *Chunk, setFlag bool) error {
 
 // nsToken is the namespace as a single FTS5 token of the chunks_fts ns column;
 // it must equal the generated column chunks.ns.
-func nsToken(ns string) string {
+func nsToken(ns string) string { return hexToken('n', ns) }
+
+// skToken is a session key as a single FTS5 token of the chunks_fts sk
+// column (migration 0007); it must equal the generated column chunks.sk.
+func skToken(sessionKey string) string { return hexToken('k', sessionKey) }
+
+// hexToken is prefix, the lower-case hex of s, and '0': one FTS5 token that
+// no word and no other value can be.
+func hexToken(prefix byte, s string) string {
 	const hexdigits = "0123456789abcdef"
-	b := make([]byte, 0, 2+2*len(ns))
-	b = append(b, 'n')
-	for i := 0; i < len(ns); i++ {
-		b = append(b, hexdigits[ns[i]>>4], hexdigits[ns[i]&0xf])
+	b := make([]byte, 0, 2+2*len(s))
+	b = append(b, prefix)
+	for i := 0; i < len(s); i++ {
+		b = append(b, hexdigits[s[i]>>4], hexdigits[s[i]&0xf])
 	}
 	return string(append(b, '0'))
 }
@@ -596,7 +605,7 @@ func (w *writer) dropDeleted(ns string, rows *sql.Rows) error {
 	var dels []deletedChunk
 	for rows.Next() {
 		var d deletedChunk
-		if err := rows.Scan(&d.rowid, &d.text, &d.words, &d.ctx, &d.hasVector); err != nil {
+		if err := rows.Scan(&d.rowid, &d.text, &d.words, &d.ctx, &d.sk, &d.hasVector); err != nil {
 			rows.Close()
 			return err
 		}

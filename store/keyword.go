@@ -116,10 +116,7 @@ func (s *Shard) KeywordSearch(ctx context.Context, ns, text string, f Filter, li
 // this costs a fraction of ranking the matches. It returns 0 (no bound) when
 // the namespace has at most n matches.
 func (s *Shard) newestWindow(ctx context.Context, ns, match string, f Filter, n int64) (int64, error) {
-	expr := ftsColumns + ` : (` + match + `)`
-	if s.sizes.useNSToken(ns) {
-		expr = `ns : "` + nsToken(ns) + `" AND ` + expr
-	}
+	expr := matchExpr(ns, match, s.sizes.useNSToken(ns), f)
 	var b strings.Builder
 	b.WriteString(`SELECT chunks_fts.rowid FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid
 		WHERE chunks_fts MATCH ? AND c.namespace = ?`)
@@ -185,10 +182,7 @@ func keywordQuery(ns, match string, nsTok bool, f Filter, limit int, minRowid in
 	b.WriteString(`
 		FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid
 		WHERE chunks_fts MATCH ? AND c.namespace = ?`)
-	expr := ftsColumns + ` : (` + match + `)`
-	if nsTok {
-		expr = `ns : "` + nsToken(ns) + `" AND ` + expr
-	}
+	expr := matchExpr(ns, match, nsTok, f)
 	args := append(append([]any{}, boostArgs...), expr, ns)
 	if minRowid > 0 {
 		b.WriteString(` AND chunks_fts.rowid >= ?`)
@@ -202,6 +196,21 @@ func keywordQuery(ns, match string, nsTok bool, f Filter, limit int, minRowid in
 	}
 	args = append(args, limit)
 	return b.String(), args
+}
+
+// matchExpr confines match (terms joined by OR) to the searched columns,
+// to the namespace's FTS token when nsTok, and to the session key's token
+// when f names one (migration 0007): FTS5 then ranks only the rows of that
+// conversation, with the same scores.
+func matchExpr(ns, match string, nsTok bool, f Filter) string {
+	expr := ftsColumns + ` : (` + match + `)`
+	if f.SessionKey != "" {
+		expr = `sk : "` + skToken(f.SessionKey) + `" AND ` + expr
+	}
+	if nsTok {
+		expr = `ns : "` + nsToken(ns) + `" AND ` + expr
+	}
+	return expr
 }
 
 // keywordScore maps an FTS5 BM25 rank (<= 0, lower is better) to a score in

@@ -79,9 +79,10 @@ func reindexBatchTx(ctx context.Context, db *sql.DB, after int64) (n, last int64
 		context    string
 		ctxBody    string
 		ns         string
+		sk         string
 		ver        sql.NullInt64
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT rowid, text, fts_body, fts_words, context, fts_ctx, ns, fts_ver FROM chunks
+	rows, err := tx.QueryContext(ctx, `SELECT rowid, text, fts_body, fts_words, context, fts_ctx, ns, sk, fts_ver FROM chunks
 		WHERE rowid > ? AND `+staleFTS+` ORDER BY rowid LIMIT ?`, after, tokenizerVersion, reindexBatch)
 	if err != nil {
 		return 0, 0, err
@@ -89,7 +90,7 @@ func reindexBatchTx(ctx context.Context, db *sql.DB, after int64) (n, last int64
 	var batch []row
 	for rows.Next() {
 		var r row
-		if err := rows.Scan(&r.rowid, &r.text, &r.body, &r.words, &r.context, &r.ctxBody, &r.ns, &r.ver); err != nil {
+		if err := rows.Scan(&r.rowid, &r.text, &r.body, &r.words, &r.context, &r.ctxBody, &r.ns, &r.sk, &r.ver); err != nil {
 			rows.Close()
 			return 0, 0, err
 		}
@@ -118,7 +119,7 @@ func reindexBatchTx(ctx context.Context, db *sql.DB, after int64) (n, last int64
 	defer upd.Close()
 	for _, r := range batch {
 		if r.ver.Valid { // in the index: delete it with the values it was indexed with
-			if _, err := del.ExecContext(ctx, r.rowid, r.body, r.ns, r.words, r.ctxBody); err != nil {
+			if _, err := del.ExecContext(ctx, r.rowid, r.body, r.ns, r.words, r.ctxBody, r.sk); err != nil {
 				return 0, 0, fmt.Errorf("fts delete %d: %w", r.rowid, err)
 			}
 		}
@@ -130,7 +131,7 @@ func reindexBatchTx(ctx context.Context, db *sql.DB, after int64) (n, last int64
 		if _, err := upd.ExecContext(ctx, fi.seg, fi.words, fi.ver, cseg, r.rowid); err != nil {
 			return 0, 0, err
 		}
-		if _, err := ins.ExecContext(ctx, r.rowid, fi.body, r.ns, fi.words, cbody); err != nil {
+		if _, err := ins.ExecContext(ctx, r.rowid, fi.body, r.ns, fi.words, cbody, r.sk); err != nil {
 			return 0, 0, fmt.Errorf("fts insert %d: %w", r.rowid, err)
 		}
 	}

@@ -46,19 +46,19 @@ func unsegment(t *testing.T, db *sql.DB) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	rows, err := tx.Query(`SELECT rowid, text, fts_body, fts_words, ns FROM chunks WHERE fts_ver > 0`)
+	rows, err := tx.Query(`SELECT rowid, text, fts_body, fts_words, ns, sk FROM chunks WHERE fts_ver > 0`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	type row struct {
-		rowid          int64
-		text, body, ns string
-		words          sql.NullString
+		rowid              int64
+		text, body, ns, sk string
+		words              sql.NullString
 	}
 	var rs []row
 	for rows.Next() {
 		var r row
-		if err := rows.Scan(&r.rowid, &r.text, &r.body, &r.words, &r.ns); err != nil {
+		if err := rows.Scan(&r.rowid, &r.text, &r.body, &r.words, &r.ns, &r.sk); err != nil {
 			t.Fatal(err)
 		}
 		rs = append(rs, r)
@@ -69,9 +69,9 @@ func unsegment(t *testing.T, db *sql.DB) {
 			sql  string
 			args []any
 		}{
-			{sqlFTSDelete, []any{r.rowid, r.body, r.ns, r.words, ""}},
+			{sqlFTSDelete, []any{r.rowid, r.body, r.ns, r.words, "", r.sk}},
 			{`UPDATE chunks SET fts_seg = NULL, fts_words = NULL, fts_ver = ? WHERE rowid = ?`, []any{otherVersion, r.rowid}},
-			{sqlFTSInsert, []any{r.rowid, r.text, r.ns, nil, ""}},
+			{sqlFTSInsert, []any{r.rowid, r.text, r.ns, nil, "", r.sk}},
 		} {
 			if _, err := tx.Exec(q.sql, q.args...); err != nil {
 				t.Fatalf("%s: %v", q.sql, err)

@@ -158,7 +158,7 @@ func TestSnapshotRestoreIsIdentical(t *testing.T) {
 					vectors++
 				}
 			}
-			want := SnapshotInfo{AppliedSeq: 7, Space: testSpace, Dims: testDims, Schema: 6, Tokenizer: tokenizerVersion,
+			want := SnapshotInfo{AppliedSeq: 7, Space: testSpace, Dims: testDims, Schema: 7, Tokenizer: tokenizerVersion,
 				Chunks: int64(len(wantVecs)), Vectors: vectors, Size: info.Size, SHA256: info.SHA256}
 			if info != want || len(info.SHA256) != 64 || info.Size == 0 {
 				t.Fatalf("Snapshot()=%+v, want %+v", info, want)
@@ -236,8 +236,12 @@ func TestVerifySnapshotRefuses(t *testing.T) {
 	// checks can catch it.
 	flipped := func(t *testing.T, path string) SnapshotInfo {
 		b := append([]byte(nil), orig...)
-		b[len(b)/2] ^= 0xff
-		b[len(b)/2+100] ^= 0xff
+		// Damage the second half of the file, page by page (4 KiB pages),
+		// away from the schema on the first pages.
+		for off := len(b) / 2; off+200 < len(b); off += 4096 {
+			b[off+100] ^= 0xff
+			b[off+200] ^= 0xff
+		}
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -41,3 +41,53 @@ func TestKeywordSearchBoostsTheSpeakerTheQueryNames(t *testing.T) {
 		}
 	}
 }
+
+
+// A search within one session key ranks exactly as a search of the whole
+// namespace kept to that key: the session key's FTS token (migration 0007)
+// narrows the rows FTS5 ranks, never their scores or order.
+func TestSessionKeyTokenKeepsTheRanking(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, testDims)
+	words := []string{"pottery", "class", "lisbon", "train", "dog", "walk", "park", "concert", "tickets", "sunday"}
+	var b Batch
+	b.Seq = 1
+	for k := 0; k < 4; k++ {
+		key := string(rune('a' + k))
+		sc := SessionChunks{Session: SessionRef{Namespace: "ns", SessionKey: key, SessionID: "s"}}
+		for i := 1; i <= 40; i++ {
+			txt := words[(i*7+k)%len(words)] + " " + words[(i*3+k*5)%len(words)] + " " + words[(i+k)%len(words)]
+			b.Messages = append(b.Messages, Message{Namespace: "ns", SessionKey: key, SessionID: "s", Seq: int64(i), Speaker: "Ana", Text: txt})
+			sc.Chunks = append(sc.Chunks, Chunk{ID: key + string(rune('A'+i)), Namespace: "ns", Source: "sessions", SessionKey: key, SessionID: "s",
+				SeqStart: int64(i), SeqEnd: int64(i), Text: "Ana: " + txt})
+		}
+		b.Rechunk = append(b.Rechunk, sc)
+	}
+	mustApply(t, s, b)
+	for _, q := range []string{"pottery class in lisbon", "walk the dog in the park", "sunday concert tickets"} {
+		all, err := s.KeywordSearch(ctx, "ns", q, Filter{}, 200)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{"a", "c"} {
+			got, err := s.KeywordSearch(ctx, "ns", q, Filter{SessionKey: key}, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []Candidate
+			for _, c := range all {
+				if c.ID[:1] == key && len(want) < 10 {
+					want = append(want, c)
+				}
+			}
+			if len(got) != len(want) || len(got) == 0 {
+				t.Fatalf("KeywordSearch(%q, key %s) = %d candidates, want %d", q, key, len(got), len(want))
+			}
+			for i := range got {
+				if got[i].ID != want[i].ID || got[i].Score != want[i].Score {
+					t.Fatalf("KeywordSearch(%q, key %s)[%d] = %s %g, want %s %g", q, key, i, got[i].ID, got[i].Score, want[i].ID, want[i].Score)
+				}
+			}
+		}
+	}
+}
