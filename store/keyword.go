@@ -41,6 +41,11 @@ func (s *Shard) KeywordSearch(ctx context.Context, ns, text string, f Filter, li
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("keyword search: %w", err)
 	}
+	if hasHan(text) { // cutting it may need the dictionary still loading
+		if err := waitHanForQuery(ctx); err != nil {
+			return nil, fmt.Errorf("keyword search: %w", err)
+		}
+	}
 	terms := matchTerms(text)
 	if len(terms) == 0 || limit <= 0 {
 		return nil, nil

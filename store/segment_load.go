@@ -298,6 +298,20 @@ func hanForQuery() *hanDict {
 	return d
 }
 
+// waitHanForQuery waits, at most until ctx ends, for the dictionary a query
+// with Han text needs (see hanForQuery), so that a search right after a
+// start waits for the background load within its own deadline rather than
+// without one.
+func waitHanForQuery(ctx context.Context) error {
+	if han.dict.Load() != nil || (han.wanted.Load() == 0 && !han.ingested.Load()) {
+		return nil
+	}
+	if _, err := loadHanDict(ctx); err != nil {
+		return fmt.Errorf("wait for the chinese dictionary: %w", err)
+	}
+	return nil
+}
+
 // hanLoader is a shard's share in the dictionary: the goroutine loading it
 // for a shard that holds Han text.
 type hanLoader struct {

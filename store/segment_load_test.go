@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -256,5 +257,43 @@ func TestHanDictMatchesGse(t *testing.T) {
 				t.Fatalf("cut(%q) = %q, gse %q", h, got, want)
 			}
 		}
+	}
+}
+
+// A Chinese search while the dictionary is still loading waits for it only
+// within its own deadline: it fails with the context's error instead of
+// hanging, and a search after the load answers.
+func TestChineseSearchWaitsForTheDictionaryWithinItsDeadline(t *testing.T) {
+	path := shardFile(t, cjkChunks)
+	unloadHan(t)
+	release := make(chan struct{})
+	started := make(chan struct{})
+	var once sync.Once
+	han.pieceHook = func(ctx context.Context) { // hold the background load
+		once.Do(func() { close(started) })
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+	}
+	s := reopen(t, path)
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the dictionary load did not start")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	_, err := s.KeywordSearch(ctx, "ns", "人工智能", Filter{}, 10)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("KeywordSearch while the dictionary loads = %v, want the deadline's error", err)
+	}
+	close(release)
+	if err := s.WaitSegmenter(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	han.pieceHook = nil
+	if _, err := s.KeywordSearch(context.Background(), "ns", "人工智能", Filter{}, 10); err != nil {
+		t.Fatalf("KeywordSearch after the load: %v", err)
 	}
 }
