@@ -4,6 +4,12 @@
 // serves the whole over the NATS micro service "memindex". It also holds the
 // Go client of that service.
 //
+// What it returns is what an agent pays for: one hit per unit — a whole
+// message for sessions (however it was cut for indexing), a file section, a
+// record — never the same twice in a response, filled in rank order within
+// the request's budget (messages or tokens), with Around neighbours attached
+// as context, not hits (budget.go).
+//
 // It owns ranking, not storage: it sees a shard only through the small
 // Searcher interface (which *store.Shard satisfies) and must not know the
 // SQLite schema, open a shard, or consume events. It never returns a chunk of
