@@ -42,7 +42,6 @@ func TestKeywordSearchBoostsTheSpeakerTheQueryNames(t *testing.T) {
 	}
 }
 
-
 // A search within one session key ranks exactly as a search of the whole
 // namespace kept to that key: the session key's FTS token (migration 0007)
 // narrows the rows FTS5 ranks, never their scores or order.
