@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,6 +39,7 @@ type benchReport struct {
 	Concurrency []concurrencyFigure `json:"concurrency,omitempty"`
 	Vector      []vectorFigure      `json:"vector,omitempty"`
 	Cluster     *clusterReport      `json:"cluster,omitempty"` // bench_cluster.go
+	Locomo      *locomoReport       `json:"locomo,omitempty"`  // bench_locomo.go
 }
 
 type ingestFigure struct {
@@ -61,20 +63,21 @@ type searchFigure struct {
 }
 
 // benchSuites are the parts of the bench, in the order they run.
-var benchSuites = []string{"ingest", "stages", "search", "concurrency", "vector", "cluster"}
+var benchSuites = []string{"ingest", "stages", "search", "concurrency", "vector", "locomo", "cluster"}
 
 // defaultBenchSuites run when --suite is not given: cluster, which starts
-// several workers per run, runs only when asked.
-var defaultBenchSuites = []string{"ingest", "stages", "search", "concurrency", "vector"}
+// several workers per run, runs only when asked; locomo only when its files
+// exist.
+var defaultBenchSuites = []string{"ingest", "stages", "search", "concurrency", "vector", "locomo"}
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench", "[flags]")
 	suite := fs.String("suite", env("MEMINDEX_BENCH_SUITE", strings.Join(defaultBenchSuites, ",")), "parts to run, comma-separated: "+strings.Join(benchSuites, ", ")+" (cluster only when named)")
-	locomo := fs.String("locomo", env("MEMINDEX_LOCOMO", "../shared/eval-data/locomo/locomo10.events.jsonl"), "LoCoMo events file; skipped when absent")
+	locomo := fs.String("locomo", env("MEMINDEX_LOCOMO", "../shared/eval-data/locomo/locomo10.events.jsonl"), "LoCoMo events file (the locomo suite also reads the .queries.jsonl beside it); skipped when absent")
 	messages := fs.Int("messages", 100000, "messages in the generated ingest corpus (ingest and stages suites; 0 skips it)")
 	sizes := fs.String("search-chunks", "10000,100000", "namespace sizes (chunks) to measure search latency and concurrency at over NATS; empty skips")
 	queries := fs.Int("queries", 400, "search requests per size and mode (cluster suite: per path)")
-	modes := fs.String("modes", "hybrid,keyword,vector", "search modes to measure")
+	modes := fs.String("modes", "hybrid,keyword,vector", "search modes to measure (search and locomo suites)")
 	clients := fs.String("clients", "1,8,64", "concurrency suite: numbers of concurrent NATS clients")
 	concDur := fs.Duration("concurrency-duration", 5*time.Second, "concurrency suite: how long each number of clients searches")
 	vecSizes := fs.String("sizes", env("MEMINDEX_BENCH_SIZES", "10000,100000"), "vector suite: corpus sizes (vectors), e.g. 10000,100000,1000000")
@@ -181,6 +184,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		rep.Vector = figs
 	}
+	if run["locomo"] {
+		named := os.Getenv("MEMINDEX_BENCH_SUITE") != ""
+		fs.Visit(func(f *flag.Flag) { named = named || f.Name == "suite" })
+		if rep.Locomo, err = runLocomoSuite(ctx, locomoBenchConfig{Events: *locomo, Dir: filepath.Join(dir, "locomo"),
+			Modes: splitModes(*modes), Required: named, Log: say}); err != nil {
+			return err
+		}
+	}
 	if run["cluster"] {
 		clusterCfg.Dir, clusterCfg.Log = filepath.Join(dir, "cluster"), say
 		if rep.Cluster, err = runClusterSuite(ctx, clusterCfg); err != nil {
@@ -213,9 +224,7 @@ type nodeBench struct {
 // benchNode starts a node in process and runs the ingest, search and
 // concurrency suites against it.
 func benchNode(ctx context.Context, dir string, run map[string]bool, say func(string, ...any), rep *benchReport, nb nodeBench) error {
-	cfg := serveConfig{listen: "127.0.0.1:-1", data: filepath.Join(dir, "node"), partitions: memindex.DefaultPartitions, provider: providerFlags{name: "builtin", dims: 384},
-		batch: 1000, embedBatch: 64, embedConc: 4, chunkTokens: 400, worker: "bench", maxPending: 1024}
-	n, err := startNode(ctx, cfg, slog.New(slog.DiscardHandler))
+	n, err := startNode(ctx, benchServeConfig(filepath.Join(dir, "node")), slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}
@@ -285,6 +294,13 @@ func benchNode(ctx context.Context, dir string, run map[string]bool, say func(st
 		}
 	}
 	return nil
+}
+
+// benchServeConfig is the node every bench part that needs one starts:
+// built-in embedder (384 dims), all partitions, data under data.
+func benchServeConfig(data string) serveConfig {
+	return serveConfig{listen: "127.0.0.1:-1", data: data, partitions: memindex.DefaultPartitions, provider: providerFlags{name: "builtin", dims: 384},
+		batch: 1000, embedBatch: 64, embedConc: 4, chunkTokens: 400, worker: "bench", maxPending: 1024}
 }
 
 // parseSizes parses a comma-separated list of positive integers (empty: none).

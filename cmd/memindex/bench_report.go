@@ -89,6 +89,7 @@ func writeTables(w io.Writer, rep benchReport) error {
 		fmt.Fprintln(w)
 		writeGrowthTables(w, rep)
 	}
+	writeLocomoTable(w, rep.Locomo)    // bench_locomo.go
 	writeClusterTables(w, rep.Cluster) // bench_cluster.go
 	return nil
 }
@@ -251,6 +252,9 @@ func renderReports(paths []string, dir string, stdout io.Writer) error {
 		rep.Concurrency = append(rep.Concurrency, r.Concurrency...)
 		rep.Vector = append(rep.Vector, r.Vector...)
 		rep.Cluster = mergeClusterReports(rep.Cluster, r.Cluster)
+		if r.Locomo != nil { // one LoCoMo run a report: the last one given wins
+			rep.Locomo = r.Locomo
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
