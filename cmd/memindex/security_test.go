@@ -5,16 +5,20 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -194,6 +198,21 @@ func TestTenantIsolation(t *testing.T) {
 		return err == nil && len(resp.Hits) > 0
 	})
 
+	// What the shards hold before Alice's attempts: one message of each
+	// tenant, in its own partition.
+	before := shardRows(t, cfg.data, cfg.partitions, "alice was here")
+	for _, ns := range []string{"alice", "bob"} {
+		k := shardRow{memindex.Partition(ns, cfg.partitions), "messages", ns}
+		if before[k] != 1 {
+			t.Fatalf("before alice's attempts: %v messages, want 1 (all rows: %v)", k, before)
+		}
+	}
+	for k := range before {
+		if k.ns != "alice" && k.ns != "bob" || k.p != memindex.Partition(k.ns, cfg.partitions) {
+			t.Fatalf("before alice's attempts: %d rows %v, want none (all rows: %v)", before[k], k, before)
+		}
+	}
+
 	alice, aliceErrs := asyncErrors(t, url, "alice", pw["alice"])
 	js, err := jetstream.New(alice)
 	if err != nil {
@@ -262,6 +281,14 @@ func TestTenantIsolation(t *testing.T) {
 			t.Fatalf("bob's namespace holds alice's event: %+v", h)
 		}
 	}
+	// A search answers from Bob's partition and from chunks only; the
+	// counts see a row of any namespace in any shard and any table, so an
+	// event applied to the wrong partition, or a message without its
+	// chunk, fails here. Every attempt has been refused or dead-lettered
+	// by now (the dead letter was listed above).
+	if after := shardRows(t, cfg.data, cfg.partitions, "alice was here"); !maps.Equal(after, before) {
+		t.Fatalf("shard rows after alice's attempts: %v, want %v as before them", after, before)
+	}
 
 	// Alice may subscribe to _INBOX.>, but that is her account's inbox:
 	// Bob's replies never reach it.
@@ -293,6 +320,77 @@ func TestTenantIsolation(t *testing.T) {
 	if strings.Contains(workerLog.String(), "ermissions") {
 		t.Fatalf("the worker hit a permissions violation:\n%s", workerLog.String())
 	}
+}
+
+// shardRow names a count shardRows reads: the rows of namespace ns in table
+// of partition p's shard, or (table "messages with mark") its messages of ns
+// whose text holds the mark.
+type shardRow struct {
+	p         int
+	table, ns string
+}
+
+// shardRows reads every shard file under data read-only, while the worker
+// holds them, and counts the rows of each namespace in each table with a
+// namespace column (messages, chunks, files, ...), and the messages whose
+// text holds mark. Counts of zero are left out.
+func shardRows(t *testing.T, data string, partitions int, mark string) map[shardRow]int64 {
+	t.Helper()
+	rows := map[shardRow]int64{}
+	for p := range partitions {
+		path := shardPath(filepath.Join(data, "shards"), p)
+		db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		count := func(q, table string, args ...any) {
+			t.Helper()
+			r, err := db.Query(q, args...)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", path, q, err)
+			}
+			defer r.Close()
+			for r.Next() {
+				var ns string
+				var n int64
+				if err := r.Scan(&ns, &n); err != nil {
+					t.Fatalf("%s: %s: %v", path, q, err)
+				}
+				rows[shardRow{p, table, ns}] += n
+			}
+			if err := r.Err(); err != nil {
+				t.Fatalf("%s: %s: %v", path, q, err)
+			}
+		}
+		// Virtual tables are left out: FTS5 holds no namespace of its own
+		// (chunks has it) and vec0 is not loaded in this driver.
+		var tables []string
+		r, err := db.Query(`SELECT m.name FROM sqlite_master m WHERE m.type = 'table' AND m.sql NOT LIKE 'CREATE VIRTUAL%'
+			AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) c WHERE c.name = 'namespace') ORDER BY m.name`)
+		if err != nil {
+			t.Fatalf("%s: list tables: %v", path, err)
+		}
+		for r.Next() {
+			var name string
+			if err := r.Scan(&name); err != nil {
+				t.Fatal(err)
+			}
+			tables = append(tables, name)
+		}
+		if err := r.Err(); err != nil {
+			t.Fatalf("%s: list tables: %v", path, err)
+		}
+		r.Close()
+		if !slices.Contains(tables, "messages") || !slices.Contains(tables, "chunks") {
+			t.Fatalf("%s: tables with a namespace column %q, want messages and chunks among them", path, tables)
+		}
+		for _, table := range tables {
+			count(`SELECT namespace, count(*) FROM "`+table+`" GROUP BY namespace`, table)
+		}
+		count(`SELECT namespace, count(*) FROM messages WHERE instr(text, ?) > 0 GROUP BY namespace`, "messages with "+strconv.Quote(mark), mark)
+		db.Close()
+	}
+	return rows
 }
 
 // TestServeAuthEmbedded: `serve --auth` generates nkey credentials under
