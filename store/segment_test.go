@@ -117,6 +117,7 @@ func TestIndexFormNoCJKAllocatesNothing(t *testing.T) {
 }
 
 func TestBuildMatchCJK(t *testing.T) {
+	loadedHan(t) // a query cuts Han text with the dictionary once one is loaded or wanted (segment_load.go)
 	for _, tc := range []struct {
 		name, in, want string
 	}{
