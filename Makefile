@@ -58,8 +58,8 @@ bench: build ## Go micro-benchmarks, then `memindex bench` (ingest, per stage, s
 	$(GO) test $(GOFLAGS_ALL) -run '^$$' -bench . -benchmem -count 5 ./chunker ./embedder ./store ./query
 	./$(BIN) bench --sizes $(BENCH_SIZES) --out $(BENCH_OUT)
 
-eval: build ## retrieval quality on LoCoMo (needs ../shared/eval-data/locomo)
-	./$(BIN) eval
+eval: build ## retrieval quality as the agent pays, beside plain BM25, on both halves of LoCoMo (needs ../shared/eval-data/locomo) and the generated corpora
+	./$(BIN) eval --split --mode hybrid,keyword --data ../shared/eval-data/locomo,synthetic-en,synthetic-zh
 
 # FUZZTIME is how long each fuzz target runs under `make fuzz` (CI: seconds);
 # `make test-long` runs each for LONG_FUZZTIME.
