@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"memindex"
@@ -91,8 +92,9 @@ func neighbours(ctx context.Context, nr neighbourReader, req memindex.SearchRequ
 	return out, nil
 }
 
+// msgKey names one message of a namespace.
 func msgKey(sessionKey, sessionID string, seq int64) string {
-	return fmt.Sprintf("%s\x00%s\x00%d", sessionKey, sessionID, seq)
+	return sessionKey + "\x00" + sessionID + "\x00" + strconv.FormatInt(seq, 10)
 }
 
 // hitMessages is what a hit costs in messages: one for a message, a file

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -411,7 +410,7 @@ func (e *Engine) hydrate(ctx context.Context, s Searcher, req memindex.SearchReq
 				continue
 			}
 			key := unitKey(rec)
-			if seen[key] || len(hits) == req.K {
+			if seen[key] { // a batch holds at most K-len(hits) candidates
 				continue
 			}
 			seen[key] = true
@@ -425,7 +424,7 @@ func (e *Engine) hydrate(ctx context.Context, s Searcher, req memindex.SearchReq
 // chunk of one message, else the chunk's unit id.
 func unitKey(rec store.ChunkRecord) string {
 	if m := rec.Message; m != nil {
-		return "m\x00" + rec.SessionKey + "\x00" + rec.SessionID + "\x00" + strconv.FormatInt(m.Seq, 10)
+		return "m\x00" + msgKey(rec.SessionKey, rec.SessionID, m.Seq)
 	}
 	if rec.UnitID != "" {
 		return "c\x00" + rec.UnitID

@@ -44,15 +44,20 @@ func (s *Shard) SessionMessages(ctx context.Context, ref SessionRef, fromSeq int
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("session messages: %w", err)
 	}
-	return s.queryMessages(ctx, ref, `SELECT seq, id, role, speaker, text, ts FROM messages
+	return queryMessages(ctx, s.r, ref, `SELECT seq, id, role, speaker, text, ts FROM messages
 		WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq >= ?
 		ORDER BY seq LIMIT ?`, fromSeq, sqlLimit(limit))
 }
 
+// rowsQuerier is a *sql.DB or a *sql.Tx.
+type rowsQuerier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
 // queryMessages runs a SELECT seq, id, role, speaker, text, ts on messages
 // whose first three parameters are ref's, followed by args.
-func (s *Shard) queryMessages(ctx context.Context, ref SessionRef, query string, args ...any) ([]Message, error) {
-	rows, err := s.r.QueryContext(ctx, query, append([]any{ref.Namespace, ref.SessionKey, ref.SessionID}, args...)...)
+func queryMessages(ctx context.Context, db rowsQuerier, ref SessionRef, query string, args ...any) ([]Message, error) {
+	rows, err := db.QueryContext(ctx, query, append([]any{ref.Namespace, ref.SessionKey, ref.SessionID}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("session messages: %w", err)
 	}
@@ -83,7 +88,7 @@ func (s *Shard) SessionMessagesBefore(ctx context.Context, ref SessionRef, befor
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("session messages: %w", err)
 	}
-	out, err := s.queryMessages(ctx, ref, `SELECT seq, id, role, speaker, text, ts FROM messages
+	out, err := queryMessages(ctx, s.r, ref, `SELECT seq, id, role, speaker, text, ts FROM messages
 		WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq < ?
 		ORDER BY seq DESC LIMIT ?`, beforeSeq, n)
 	if err != nil {
@@ -144,12 +149,10 @@ func (s *Shard) Chunks(ctx context.Context, ids []string) (map[string]ChunkRecor
 	}
 	// Multi-message chunks (windows of an older memindex, read-only) list
 	// their message ids; later pieces of a split message name the first.
-	var msg, first *sql.Stmt
+	var first *sql.Stmt
 	defer func() {
-		for _, st := range []*sql.Stmt{msg, first} {
-			if st != nil {
-				st.Close()
-			}
+		if first != nil {
+			first.Close()
 		}
 	}()
 	for id, c := range out {
@@ -157,16 +160,11 @@ func (s *Shard) Chunks(ctx context.Context, ids []string) (map[string]ChunkRecor
 		case c.Source != "sessions":
 			continue
 		case c.Message == nil:
-			if msg == nil {
-				if msg, err = tx.PrepareContext(ctx, `SELECT seq, id, role, speaker, text, ts FROM messages
-					WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq BETWEEN ? AND ?
-					ORDER BY seq`); err != nil {
-					return nil, fmt.Errorf("chunks: %w", err)
-				}
-			}
-			ms, err := scanMessages(ctx, msg, SessionRef{Namespace: c.Namespace, SessionKey: c.SessionKey, SessionID: c.SessionID}, c.SeqStart, c.SeqEnd)
+			ms, err := queryMessages(ctx, tx, SessionRef{Namespace: c.Namespace, SessionKey: c.SessionKey, SessionID: c.SessionID},
+				`SELECT seq, id, role, speaker, text, ts FROM messages
+				WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq`, c.SeqStart, c.SeqEnd)
 			if err != nil {
-				return nil, fmt.Errorf("chunks: messages: %w", err)
+				return nil, fmt.Errorf("chunks: %w", err)
 			}
 			for _, m := range ms {
 				if m.ID != "" {
@@ -191,27 +189,6 @@ func (s *Shard) Chunks(ctx context.Context, ids []string) (map[string]ChunkRecor
 		out[id] = c
 	}
 	return out, tx.Commit()
-}
-
-// scanMessages runs stmt (SELECT seq, id, role, speaker, text, ts with ref's
-// three keys and a seq range as parameters) and returns its messages.
-func scanMessages(ctx context.Context, stmt *sql.Stmt, ref SessionRef, from, to int64) ([]Message, error) {
-	rows, err := stmt.QueryContext(ctx, ref.Namespace, ref.SessionKey, ref.SessionID, from, to)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Message
-	for rows.Next() {
-		m := Message{Namespace: ref.Namespace, SessionKey: ref.SessionKey, SessionID: ref.SessionID}
-		var ts sql.NullInt64
-		if err := rows.Scan(&m.Seq, &m.ID, &m.Role, &m.Speaker, &m.Text, &ts); err != nil {
-			return nil, err
-		}
-		m.Time = timeOf(ts)
-		out = append(out, m)
-	}
-	return out, rows.Err()
 }
 
 // readChunks reads the chunks of ids args into out, a session chunk of one

@@ -390,12 +390,17 @@ var hanGlob = func() string {
 	return b.String()
 }()
 
+// sqlHoldsHan lists the chunks with CJK text (or not indexed yet) whose text
+// or context has a character of hanGlob; it reads the partial index
+// chunks_cjk (migration 0007), not every chunk.
+const sqlHoldsHan = `SELECT text, context FROM chunks
+	WHERE (fts_ver IS NULL OR fts_ver <> 0) AND (text GLOB ?1 OR context GLOB ?1)`
+
 // holdsHan reports whether a chunk of the shard behind db has a Han
 // character in its text or context. Only chunks indexed as having CJK text
 // (fts_ver <> 0) are looked at, and the first one found ends the search.
 func holdsHan(ctx context.Context, db *sql.DB) (bool, error) {
-	rows, err := db.QueryContext(ctx, `SELECT text, context FROM chunks
-		WHERE (fts_ver IS NULL OR fts_ver <> 0) AND (text GLOB ?1 OR context GLOB ?1)`, hanGlob)
+	rows, err := db.QueryContext(ctx, sqlHoldsHan, hanGlob)
 	if err != nil {
 		return false, err
 	}

@@ -532,14 +532,26 @@ func checkMigrated(ctx context.Context, db *sql.DB) error {
 }
 
 // checkUnits fails with ErrOldUnits when a session chunk spans more than one
-// message (the windows of a memindex before message units).
+// message (the windows of a memindex before message units). The scan runs
+// once per file: a file that passes is marked in meta (message_units), and
+// nothing this binary writes makes a window.
 func checkUnits(ctx context.Context, db *sql.DB) error {
+	var marked bool
+	if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM meta WHERE key = 'message_units')`).Scan(&marked); err != nil {
+		return fmt.Errorf("check session units: %w", err)
+	}
+	if marked {
+		return nil
+	}
 	var old bool
 	if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM chunks WHERE source = 'sessions' AND seq_end > seq_start)`).Scan(&old); err != nil {
 		return fmt.Errorf("check session units: %w", err)
 	}
 	if old {
 		return ErrOldUnits
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES ('message_units', 1)`); err != nil {
+		return fmt.Errorf("check session units: %w", err)
 	}
 	return nil
 }

@@ -422,10 +422,11 @@ const defaultConsumerInactive = time.Hour
 // weaker than BM25 over messages with context: the vector leg weighs 0.05
 // and RRF's k is 10, so it only breaks near-ties and adds candidates the
 // keyword leg did not find, and never pulls a good keyword hit down. Chosen
-// on one half of LoCoMo's conversations (message units, strict budget):
-// weights 0.3 / 0.1 / 0.05 gave rec@5 0.671 / 0.683 / 0.684 against keyword
-// alone 0.683; on the other half 0.672 / 0.671 / 0.677 against 0.677; plain
-// RRF (k 60, 1/1) 0.563 and 0.564 (BENCHMARKS.md).
+// on one half of LoCoMo's conversations (message units, strict budget, an
+// in-process run over the same store and query code): weights 0.3 / 0.1 /
+// 0.05 gave rec@5 0.671 / 0.683 / 0.684 against keyword alone 0.683; on the
+// other half 0.672 / 0.671 / 0.677 against 0.677; plain RRF (k 60, 1/1)
+// 0.563 and 0.564. `memindex eval --tune` over NATS: BENCHMARKS.md.
 const (
 	builtinRRFVectorWeight = 0.05
 	builtinRRFK            = 10

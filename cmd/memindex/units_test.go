@@ -38,6 +38,15 @@ func TestServeRefusesWindowShardsAndNamesTheRebuild(t *testing.T) {
 	if err := sh.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// As a file of an older memindex: never marked as checked for windows.
+	db, err := store.OpenSQLite(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DELETE FROM meta WHERE key = 'message_units'`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
 
 	_, err = startNode(ctx, cfg, slog.New(slog.DiscardHandler))
 	if !errors.Is(err, store.ErrOldUnits) || !strings.Contains(err.Error(), "memindex rebuild --all --data "+dir) {

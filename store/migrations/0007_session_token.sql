@@ -21,3 +21,8 @@ CREATE VIRTUAL TABLE chunks_fts USING fts5(
 INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('rank', 'bm25(1.0, 0.0, 1.0, 0.5, 0.0)');
 UPDATE chunks SET fts_ver = NULL;
 DELETE FROM meta WHERE key = 'tokenizer';
+
+-- The chunks with CJK text (or not indexed yet), for the look for Han text
+-- at Open (segment_load.go holdsHan): an English shard's look reads this
+-- small index instead of every chunk.
+CREATE INDEX chunks_cjk ON chunks(fts_ver) WHERE fts_ver IS NULL OR fts_ver <> 0;
