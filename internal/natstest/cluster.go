@@ -214,14 +214,19 @@ func (c *Cluster) MetaLeader() int {
 	return -1
 }
 
-// WaitForMetaLeader polls until the cluster has a JetStream meta leader and
-// every running node knows the meta group is current, and returns the
-// leader's index.
+// WaitForMetaLeader polls until the cluster has a JetStream meta leader
+// that knows every node as a peer (a leader elected before the last node
+// reported in cannot place an R3 stream yet) and every running node knows
+// the meta group is current, and returns the leader's index.
 func (c *Cluster) WaitForMetaLeader(tb testing.TB, timeout time.Duration) int {
 	tb.Helper()
 	var leader int
-	c.poll(tb, timeout, "a JetStream meta leader", func() bool {
+	c.poll(tb, timeout, "a JetStream meta leader that knows every node", func() bool {
 		if leader = c.MetaLeader(); leader < 0 {
+			return false
+		}
+		s := c.Server(leader)
+		if s == nil || len(s.JetStreamClusterPeers()) < len(c.nodes) {
 			return false
 		}
 		for i := range c.nodes {

@@ -33,11 +33,24 @@ func TestClusterSurvivesTheLossOfTheStreamLeader(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{
-		Name: "HARNESS", Subjects: []string{"harness.>"}, Storage: jetstream.FileStorage, Replicas: 3,
-	})
-	if err != nil {
-		t.Fatalf("create R3 stream: %v (%s)", err, c.State())
+	// A JetStream API request can go unanswered while the cluster settles
+	// (a meta leader change drops it): ask again, each try with its own
+	// deadline. Creating a stream with the same config twice is not an error.
+	var stream jetstream.Stream
+	for {
+		try, cancelTry := context.WithTimeout(ctx, 10*time.Second)
+		stream, err = js.CreateStream(try, jetstream.StreamConfig{
+			Name: "HARNESS", Subjects: []string{"harness.>"}, Storage: jetstream.FileStorage, Replicas: 3,
+		})
+		cancelTry()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("create R3 stream: %v (%s)", err, c.State())
+		}
+		t.Logf("create R3 stream: %v; asking again (%s)", err, c.State())
+		time.Sleep(100 * time.Millisecond) // polling interval
 	}
 	publish := func(from, to int) {
 		t.Helper()
