@@ -6,14 +6,17 @@
 // migrations, the schema (messages, chunks, an FTS5 external-content index
 // over chunks, a sqlite-vec vec0 table of chunk vectors, a meta table with the
 // applied stream sequence and the vector dimension), the transactional Apply of
-// one batch, keyword search (FTS5 BM25), vector search (an exact in-memory
-// cosine scan backed by the durable vec0 table), hydration of hits, and the
+// one batch, keyword search (FTS5 BM25), vector search (an in-memory index
+// of int8-quantized vectors whose best candidates are rescored with their
+// exact float32 vectors read from the durable vec0 table, so the ranking
+// and scores are an exact scan's: vecquant.go), hydration of hits, and the
 // embedding cache in its own SQLite file.
 //
 // A shard runs without sqlite-vec too ("go-scan" mode, reported by
 // VectorMode): when the extension is missing, disabled (Config.NoSqliteVec)
 // or its vec0 table fails to be read or written, vectors are kept in the
-// plain table vec_plain and the same in-memory scan serves them. A file
+// plain table vec_plain and the same in-memory scan serves them (rescoring
+// reads vec_plain instead of vec0). A file
 // moves its vectors between vec_chunks and vec_plain when it is opened in
 // the other mode (meta 'vec_plain' records where they are; vec0's shadow
 // tables are read without the extension).

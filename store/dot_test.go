@@ -26,6 +26,64 @@ func TestDotMatchesGeneric(t *testing.T) {
 	t.Logf("dot in use: %s", dotKind)
 }
 
+// TestDotI8MatchesGeneric checks the int8 dot product in use against the
+// scalar one, with codes at the extremes (±127 everywhere: the largest
+// pair sums the SIMD version adds in int16).
+func TestDotI8MatchesGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{0, 1, 31, 32, 33, 63, 64, 65, 96, 384, 385, 1536} {
+		for _, extreme := range []bool{false, true} {
+			q, c := make([]int8, n), make([]int8, n+5)
+			for i := range q {
+				q[i] = int8(r.IntN(255) - 127)
+				if extreme {
+					q[i] = 127 * int8(1-2*r.IntN(2))
+				}
+			}
+			for i := range c {
+				c[i] = int8(r.IntN(255) - 127)
+				if extreme {
+					c[i] = 127 * int8(1-2*r.IntN(2))
+				}
+			}
+			abs := make([]uint8, n)
+			for i, v := range q {
+				abs[i] = uint8(max(v, -v))
+			}
+			if got, want := dotI8(abs, q, c), dotI8Generic(abs, q, c); got != want {
+				t.Fatalf("dotI8 (%s), n=%d extreme=%v: %d, want %d", dotKind, n, extreme, got, want)
+			}
+			var want int32
+			for i := range q {
+				want += int32(q[i]) * int32(c[i])
+			}
+			if got := dotI8Generic(abs, q, c); got != want {
+				t.Fatalf("dotI8Generic, n=%d: %d, want %d", n, got, want)
+			}
+		}
+	}
+}
+
+func BenchmarkDotI8(b *testing.B) {
+	q, c, abs := make([]int8, 384), make([]int8, 384), make([]uint8, 384)
+	for i := range q {
+		q[i], c[i] = int8(i%255-127), int8((i*7)%255-127)
+		abs[i] = uint8(max(q[i], -q[i]))
+	}
+	for _, k := range []struct {
+		name string
+		f    func(abs []uint8, q, c []int8) int32
+	}{{"generic", dotI8Generic}, {dotKind, dotI8}} {
+		b.Run("dims=384/"+k.name, func(b *testing.B) {
+			var s int32
+			for b.Loop() {
+				s += k.f(abs, q, c)
+			}
+			_ = s
+		})
+	}
+}
+
 func BenchmarkDot(b *testing.B) {
 	a, v := make([]float32, 384), make([]float32, 384)
 	for i := range a {

@@ -381,18 +381,18 @@ func TestParallelScanAgrees(t *testing.T) {
 			tsStart: noTime, tsEnd: noTime, vec: randVec(r, dims)}}
 	}
 	x.apply(ops)
-	q := randVec(r, dims)
+	q := newQuantQuery(randVec(r, dims))
 	for _, f := range []Filter{{}, {SessionKey: "1"}} {
-		got := x.search("n", q, f, 25)
 		vf := compileFilter(f)
+		got, _ := x.candidates("n", q, &vf, 25)
 		h := x.spaces["n"].scan(q, &vf, 0, n, 25, dims)
 		sort.Slice(h.items, func(i, j int) bool { return better(h.items[i], h.items[j]) })
 		if len(got) != 25 {
-			t.Fatalf("search() = %d results, want 25", len(got))
+			t.Fatalf("candidates() = %d results, want 25", len(got))
 		}
 		for i, it := range h.items {
-			if got[i].ID != x.spaces["n"].ids[it.pos] {
-				t.Errorf("rank %d: %s, want %s", i+1, got[i].ID, x.spaces["n"].ids[it.pos])
+			if got[i].id != x.spaces["n"].ids[it.pos] {
+				t.Errorf("rank %d: %s, want %s", i+1, got[i].id, x.spaces["n"].ids[it.pos])
 			}
 		}
 	}
@@ -481,10 +481,10 @@ func TestVecSpaceAddRemove(t *testing.T) {
 		t.Errorf("blocks = %d, want %d", got, wantBlocks)
 	}
 	for i, rowid := range sp.rowids {
-		norm := make([]float32, dims)
-		normalizeInto(norm, want[rowid])
-		if sp.pos[rowid] != i || sp.ids[i] != fmt.Sprint(rowid) || !reflect.DeepEqual(sp.vec(i, dims), norm) {
-			t.Fatalf("position %d: rowid %d id %s vec %v, want pos %d vec %v", i, rowid, sp.ids[i], sp.vec(i, dims), sp.pos[rowid], want[rowid])
+		codes := make([]int8, dims)
+		scale := quantizeInto(codes, want[rowid])
+		if sp.pos[rowid] != i || sp.ids[i] != fmt.Sprint(rowid) || !reflect.DeepEqual(sp.vec(i, dims), codes) || sp.scales[i] != scale {
+			t.Fatalf("position %d: rowid %d id %s codes %v scale %v, want pos %d codes %v scale %v", i, rowid, sp.ids[i], sp.vec(i, dims), sp.scales[i], sp.pos[rowid], codes, scale)
 		}
 	}
 	// Remove everything: the namespace disappears.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
 	"runtime"
@@ -18,28 +19,37 @@ import (
 const parallelScanMin = 20000
 
 // vectorIndex is the in-memory copy of the vectors of one shard, one flat
-// space per namespace. vec_chunks (vec0), or vec_plain in go-scan mode, is
-// the durable copy it is loaded from at Open; Apply and SetVectors update
-// it after they commit.
+// space per namespace, quantized to int8 (vecquant.go). vec_chunks (vec0),
+// or vec_plain in go-scan mode, is the durable float32 copy it is loaded
+// from at Open and that a search reads its best candidates' exact vectors
+// from; Apply and SetVectors update the index after they commit.
 type vectorIndex struct {
 	dims   int
 	mu     sync.RWMutex
 	spaces map[string]*vecSpace
+
+	stmtMu sync.Mutex
+	point  *sql.Stmt // sqlVecPoint on the shard's readers, once prepared
 }
 
 // blockVecs is the number of vectors per block of a vecSpace.
 const blockVecs = 4096
 
 // vecSpace holds one namespace's vectors, row-major, with parallel slices of
-// what a search returns or filters on. Vectors are stored normalised, so a
-// dot product is the cosine similarity.
+// what a search returns or filters on. Each vector is its unit vector's
+// int8 codes (dims bytes) and a scale: scales[i]*codes ≈ the unit vector,
+// so a scaled integer dot product approximates the cosine similarity.
 //
-// The vectors live in blocks of blockVecs vectors (each a flat row-major
-// []float32) rather than one slice: growing one slice of 100k×384 floats
-// copies and page-faults hundreds of MB while the index is write-locked;
-// a block grows to at most blockVecs×dims floats and is never copied after.
+// The codes live in blocks of blockVecs vectors (each a flat row-major
+// []int8) rather than one slice: growing one slice of 1M×384 codes copies
+// and page-faults hundreds of MB while the index is write-locked; a block
+// grows to at most blockVecs×dims bytes and is never copied after.
 type vecSpace struct {
-	blocks      [][]float32
+	blocks [][]int8
+	scales []float32
+	// maxScale is at least the largest of scales (it is not lowered when
+	// that vector goes): the widest error margin of the namespace.
+	maxScale    float32
 	rowids      []int64
 	ids         []string
 	sessionKeys []unique.Handle[string]
@@ -113,8 +123,8 @@ func (x *vectorIndex) len(ns string) int {
 	return 0
 }
 
-// vec returns the stored vector at position i.
-func (sp *vecSpace) vec(i, dims int) []float32 {
+// vec returns the codes of the vector at position i.
+func (sp *vecSpace) vec(i, dims int) []int8 {
 	off := (i % blockVecs) * dims
 	return sp.blocks[i/blockVecs][off : off+dims]
 }
@@ -125,6 +135,7 @@ func (sp *vecSpace) add(rowid int64, e *vecEntry, dims int) {
 		i = len(sp.rowids)
 		sp.pos[rowid] = i
 		sp.rowids = append(sp.rowids, rowid)
+		sp.scales = append(sp.scales, 0)
 		sp.ids = append(sp.ids, "")
 		sp.sessionKeys = append(sp.sessionKeys, unique.Handle[string]{})
 		sp.sessionIDs = append(sp.sessionIDs, unique.Handle[string]{})
@@ -138,10 +149,10 @@ func (sp *vecSpace) add(rowid int64, e *vecEntry, dims int) {
 			if i > 0 {
 				c = blockVecs * dims
 			}
-			sp.blocks = append(sp.blocks, make([]float32, 0, c))
+			sp.blocks = append(sp.blocks, make([]int8, 0, c))
 		}
 		b := &sp.blocks[len(sp.blocks)-1]
-		*b = append(*b, make([]float32, dims)...)
+		*b = append(*b, make([]int8, dims)...)
 	}
 	sp.ids[i] = e.id
 	sp.sessionKeys[i] = unique.Make(e.sessionKey)
@@ -150,7 +161,8 @@ func (sp *vecSpace) add(rowid int64, e *vecEntry, dims int) {
 	sp.dirPaths[i] = unique.Make(e.dirPath)
 	sp.tsStart[i] = e.tsStart
 	sp.tsEnd[i] = e.tsEnd
-	normalizeInto(sp.vec(i, dims), e.vec)
+	sp.scales[i] = quantizeInto(sp.vec(i, dims), e.vec)
+	sp.maxScale = max(sp.maxScale, sp.scales[i])
 }
 
 // remove swap-removes rowid: the last vector moves into its place.
@@ -162,6 +174,7 @@ func (sp *vecSpace) remove(rowid int64, dims int) {
 	last := len(sp.rowids) - 1
 	if i != last {
 		sp.rowids[i] = sp.rowids[last]
+		sp.scales[i] = sp.scales[last]
 		sp.ids[i] = sp.ids[last]
 		sp.sessionKeys[i] = sp.sessionKeys[last]
 		sp.sessionIDs[i] = sp.sessionIDs[last]
@@ -174,6 +187,7 @@ func (sp *vecSpace) remove(rowid int64, dims int) {
 	}
 	delete(sp.pos, rowid)
 	sp.rowids = sp.rowids[:last]
+	sp.scales = sp.scales[:last]
 	sp.ids[last] = ""
 	sp.ids = sp.ids[:last]
 	sp.sessionKeys = sp.sessionKeys[:last]
@@ -269,13 +283,16 @@ func (vf *vecFilter) pass(sp *vecSpace, i int) bool {
 }
 
 // VectorSearch returns the top limit chunks of namespace ns by cosine
-// similarity to vec, best first, from the in-memory index (an exact scan,
-// split across GOMAXPROCS goroutines from 20,000 vectors). Score is the
-// cosine similarity clamped to [0,1] (1 - cosine distance); vectors need not
-// be unit length (both sides are normalised). The index is updated right
-// after each commit, so for that moment a search may still see the previous
-// batch's vectors: callers hydrate hits with Chunks, which skips ids no
-// longer stored.
+// similarity to vec, best first. It scans the in-memory int8 index (split
+// across GOMAXPROCS goroutines from 20,000 vectors) for candidates, then
+// rescores the best of them with their float32 vectors read from vec0 (or
+// vec_plain), as many as can still enter the top limit given the
+// quantization error (vecquant_rescore.go): the ranking is that of an exact
+// float32 scan, and Score is the exact cosine similarity clamped to [0,1]
+// (1 - cosine distance); vectors need not be unit length (both sides are
+// normalised). The index is updated right after each commit, so for that
+// moment a search may still see the previous batch's vectors: callers
+// hydrate hits with Chunks, which skips ids no longer stored.
 func (s *Shard) VectorSearch(ctx context.Context, ns string, vec []float32, f Filter, limit int) ([]Candidate, error) {
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("vector search: %w", err)
@@ -286,21 +303,25 @@ func (s *Shard) VectorSearch(ctx context.Context, ns string, vec []float32, f Fi
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("vector search: %w", err)
 	}
-	return s.index.search(ns, vec, f, limit), nil
+	out, _, err := s.vectorSearch(ctx, ns, newQuantQuery(vec), compileFilter(f), limit)
+	if err != nil {
+		return nil, fmt.Errorf("vector search: %w", err)
+	}
+	return out, nil
 }
 
-func (x *vectorIndex) search(ns string, vec []float32, f Filter, limit int) []Candidate {
-	if limit <= 0 {
-		return nil
+// candidates returns the best pool vectors of namespace ns that pass vf by
+// approximate score, best first, with what rescoring needs, and the widest
+// error margin of the namespace (for the vectors beyond the pool).
+func (x *vectorIndex) candidates(ns string, q *quantQuery, vf *vecFilter, pool int) ([]vecCand, float32) {
+	if pool <= 0 {
+		return nil, 0
 	}
-	q := make([]float32, x.dims)
-	normalizeInto(q, vec)
-	vf := compileFilter(f)
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	sp := x.spaces[ns]
 	if sp == nil || len(sp.rowids) == 0 {
-		return nil
+		return nil, 0
 	}
 	n := len(sp.rowids)
 	parts := runtime.GOMAXPROCS(0)
@@ -309,13 +330,13 @@ func (x *vectorIndex) search(ns string, vec []float32, f Filter, limit int) []Ca
 	}
 	heaps := make([]topK, parts)
 	if parts == 1 {
-		heaps[0] = sp.scan(q, &vf, 0, n, limit, x.dims)
+		heaps[0] = sp.scan(q, vf, 0, n, pool, x.dims)
 	} else {
 		var wg conc.WaitGroup
 		step := (n + parts - 1) / parts
 		for p := 0; p < parts; p++ {
 			lo, hi := p*step, min((p+1)*step, n)
-			wg.Go(func() { heaps[p] = sp.scan(q, &vf, lo, hi, limit, x.dims) })
+			wg.Go(func() { heaps[p] = sp.scan(q, vf, lo, hi, pool, x.dims) })
 		}
 		wg.Wait()
 	}
@@ -324,18 +345,19 @@ func (x *vectorIndex) search(ns string, vec []float32, f Filter, limit int) []Ca
 		all = append(all, h.items...)
 	}
 	sort.Slice(all, func(i, j int) bool { return better(all[i], all[j]) })
-	if len(all) > limit {
-		all = all[:limit]
+	if len(all) > pool {
+		all = all[:pool]
 	}
-	out := make([]Candidate, len(all))
+	out := make([]vecCand, len(all))
 	for i, it := range all {
-		out[i] = Candidate{ID: sp.ids[it.pos], Score: clamp01(float64(it.score)), Rank: i + 1}
+		out[i] = vecCand{rowid: it.rowid, id: sp.ids[it.pos], approx: it.score, margin: errMargin(sp.scales[it.pos], q.scale)}
 	}
-	return out
+	return out, errMargin(sp.maxScale, q.scale)
 }
 
-// scan scores positions [lo,hi) and keeps the best limit.
-func (sp *vecSpace) scan(q []float32, vf *vecFilter, lo, hi, limit, dims int) topK {
+// scan scores positions [lo,hi) by approximate cosine and keeps the best
+// limit.
+func (sp *vecSpace) scan(q *quantQuery, vf *vecFilter, lo, hi, limit, dims int) topK {
 	h := topK{limit: limit, items: make([]scored, 0, max(0, min(limit, hi-lo)))}
 	for i := lo; i < hi; {
 		b := i / blockVecs
@@ -346,7 +368,7 @@ func (sp *vecSpace) scan(q []float32, vf *vecFilter, lo, hi, limit, dims int) to
 			if vf.any && !vf.pass(sp, i) {
 				continue
 			}
-			score := dot(q, blk[off:off+dims])
+			score := q.approx(blk[off:off+dims], sp.scales[i])
 			if len(h.items) == limit && score < h.items[0].score {
 				continue // cannot enter the top limit
 			}

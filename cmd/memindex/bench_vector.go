@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -22,15 +23,22 @@ import (
 	"github.com/sourcegraph/conc"
 
 	"memindex"
+	"memindex/embedder"
+	"memindex/internal/evalcorpus"
 	"memindex/store"
 )
 
 // The vector suite compares four ways to answer a k-nearest-neighbour query
-// over the same seeded random unit vectors: the memindex vector leg
-// (store.Shard.VectorSearch over a real shard file), sqlite-vec's vec0 KNN
-// over a bare vec0 table, JSON-encoded vectors in a plain table decoded and
-// scanned in process at every query, and a plain in-memory Go scan of a flat
-// []float32 (exact by construction; the other three are checked against it).
+// over the same vectors: the memindex vector leg (store.Shard.VectorSearch
+// over a real shard file: an int8 scan of the in-memory index, rescored
+// with the float32 vectors of vec0), sqlite-vec's vec0 KNN over a bare vec0
+// table, JSON-encoded vectors in a plain table decoded and scanned in
+// process at every query, and a plain in-memory Go scan of a flat []float32
+// (exact by construction, the float32 floor; the other three are checked
+// against it). The vectors are seeded random unit vectors, or, with
+// MEMINDEX_BENCH_VECTOR_DATA=text, the built-in embedder's vectors of
+// generated conversation messages with the corpus's questions as queries
+// (vectorTextData).
 
 const (
 	vecDims = 384
@@ -69,6 +77,8 @@ type vectorFigure struct {
 	RSSBytes    int64   `json:"rssBytes"`
 	LoadSeconds float64 `json:"loadSeconds"`
 	Threads     int     `json:"threads"`
+	// Data is the kind of vectors: "random" or "text" (vectorData).
+	Data string `json:"data,omitempty"`
 }
 
 // vectorBenchConfig is what the vector suite runs.
@@ -82,8 +92,17 @@ type vectorBenchConfig struct {
 	MinQueries int
 	CacheDir   string
 	Seed       uint64
-	Log        func(format string, a ...any)
+	// Data is "random" or "text" (vectorData); empty means
+	// MEMINDEX_BENCH_VECTOR_DATA, else random.
+	Data string
+	Log  func(format string, a ...any)
 }
+
+// Kinds of vector data.
+const (
+	vecDataRandom = "random"
+	vecDataText   = "text"
+)
 
 // vecVariant is one way of answering a query, loaded from the cached files.
 type vecVariant struct {
@@ -99,6 +118,12 @@ type vecVariant struct {
 // runVectorSuite builds (or reuses) the data of each size and measures the
 // four variants on it.
 func runVectorSuite(ctx context.Context, cfg vectorBenchConfig) ([]vectorFigure, error) {
+	if cfg.Data == "" {
+		cfg.Data = cmp.Or(os.Getenv("MEMINDEX_BENCH_VECTOR_DATA"), vecDataRandom)
+	}
+	if cfg.Data != vecDataRandom && cfg.Data != vecDataText {
+		return nil, fmt.Errorf("vector suite: data %q: want %s or %s", cfg.Data, vecDataRandom, vecDataText)
+	}
 	var out []vectorFigure
 	for _, size := range cfg.Sizes {
 		figs, err := benchVectorSize(ctx, cfg, size)
@@ -131,25 +156,92 @@ func benchVectors(seed uint64, n int) []float32 {
 	return out
 }
 
+// vectorData returns size corpus vectors and nq query vectors of the kind
+// cfg.Data names, row-major: seeded random unit vectors, or the built-in
+// embedder's vectors of generated text (vectorTextData).
+func vectorData(ctx context.Context, cfg vectorBenchConfig, size, nq int) (data, queries []float32, err error) {
+	if cfg.Data == vecDataText {
+		return vectorTextData(ctx, cfg.Seed, size, nq)
+	}
+	return benchVectors(cfg.Seed, size), benchVectors(cfg.Seed+1_000_003, nq), nil
+}
+
+// vectorTextData embeds, with the built-in embedder, the first size
+// messages of generated English conversations (internal/evalcorpus, 999
+// conversations a seed, seeds from seed on until there are enough) and nq
+// of their questions as queries (embedded as queries). Messages repeat
+// across conversations, so some vectors are exact duplicates, as in a real
+// namespace.
+func vectorTextData(ctx context.Context, seed uint64, size, nq int) (data, queries []float32, err error) {
+	emb, err := embedder.NewBuiltin(embedder.BuiltinConfig{Dims: vecDims})
+	if err != nil {
+		return nil, nil, err
+	}
+	var texts, questions []string
+	for sd := seed; len(texts) < size || len(questions) < nq; sd++ {
+		c, err := evalcorpus.Generate(evalcorpus.Config{Lang: "en", Conversations: evalcorpus.MaxConversations, Seed: sd})
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, e := range c.Events {
+			if len(texts) < size {
+				texts = append(texts, e.Text)
+			}
+		}
+		for _, q := range c.Queries {
+			if len(questions) < nq {
+				questions = append(questions, q.Question)
+			}
+		}
+	}
+	embed := func(texts []string, kind embedder.Kind) ([]float32, error) {
+		out := make([]float32, 0, len(texts)*vecDims)
+		for off := 0; off < len(texts); off += 1000 {
+			vs, err := emb.Embed(ctx, embedder.Request{Texts: texts[off:min(off+1000, len(texts))], Kind: kind})
+			if err != nil {
+				return nil, err
+			}
+			for _, v := range vs {
+				out = append(out, v...)
+			}
+		}
+		return out, nil
+	}
+	if data, err = embed(texts, embedder.KindDocument); err != nil {
+		return nil, nil, err
+	}
+	if queries, err = embed(questions, embedder.KindQuery); err != nil {
+		return nil, nil, err
+	}
+	return data, queries, nil
+}
+
 func benchVectorSize(ctx context.Context, cfg vectorBenchConfig, size int) ([]vectorFigure, error) {
-	dir := filepath.Join(cfg.CacheDir, fmt.Sprintf("vector-%d", size))
+	name := fmt.Sprintf("vector-%d", size)
+	if cfg.Data != vecDataRandom {
+		name = fmt.Sprintf("vector-%s-%d", cfg.Data, size)
+	}
+	dir := filepath.Join(cfg.CacheDir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	queries := benchVectors(cfg.Seed+1_000_003, cfg.Queries+8) // 8 warm-up queries
-	warm, timed := queries[:8*vecDims], queries[8*vecDims:]
 
 	figs := map[string]*vectorFigure{}
 	fig := func(name string, threads int) *vectorFigure {
-		f := &vectorFigure{Size: size, Variant: name, Threads: threads}
+		f := &vectorFigure{Size: size, Variant: name, Threads: threads, Data: cfg.Data}
 		figs[name] = f
 		return f
 	}
 
-	// go-scan first: its resident memory is the vectors themselves.
+	// go-scan first: its resident memory is the vectors themselves (and,
+	// for text, the queries and what embedding them left behind).
 	rss0 := settledRSS()
 	t0 := time.Now()
-	data := benchVectors(cfg.Seed, size)
+	data, queries, err := vectorData(ctx, cfg, size, cfg.Queries+8) // 8 warm-up queries
+	if err != nil {
+		return nil, err
+	}
+	warm, timed := queries[:8*vecDims], queries[8*vecDims:]
 	goscan := goScanVariant(data)
 	gf := fig(variantGoScan, goscan.threads)
 	gf.LoadSeconds = time.Since(t0).Seconds()
@@ -296,6 +388,9 @@ func benchPercentile(sorted []float64, p float64) float64 {
 func buildVectorFiles(ctx context.Context, cfg vectorBenchConfig, dir string, size int, data []float32) error {
 	marker := filepath.Join(dir, "READY")
 	want := fmt.Sprintf("%s size=%d seed=%d dims=%d\n", vecDataVersion, size, cfg.Seed, vecDims)
+	if cfg.Data != vecDataRandom {
+		want = fmt.Sprintf("%s data=%s size=%d seed=%d dims=%d\n", vecDataVersion, cfg.Data, size, cfg.Seed, vecDims)
+	}
 	if b, err := os.ReadFile(marker); err == nil && string(b) == want {
 		cfg.Log("  %d vectors: reusing %s", size, dir)
 		return nil
@@ -418,7 +513,8 @@ func fillTable(ctx context.Context, path, create, insert string, size int, row f
 }
 
 // memindexVariant searches a shard opened from the cached file, as the
-// query engine's vector leg does (the in-memory index loaded at Open).
+// query engine's vector leg does (the int8 index loaded at Open, the best
+// candidates rescored with their float32 vectors from vec0).
 func memindexVariant(dir string, size int) *vecVariant {
 	v := &vecVariant{name: variantMemindex, path: filepath.Join(dir, "memindex.db"), threads: scanThreads(size)}
 	var sh *store.Shard
@@ -664,15 +760,15 @@ func benchBytes(n int64) string {
 
 // writeVectorTable prints the vector figures as a markdown table.
 func writeVectorTable(w io.Writer, figs []vectorFigure) {
-	fmt.Fprintln(w, "| vectors | variant | threads | queries | p50 ms | p99 ms | recall@10 | on disk | RSS growth | load s |")
-	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| vectors | variant | threads | queries | p50 ms | p99 ms | recall@10 | on disk | RSS growth | load s | data |")
+	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, f := range figs {
 		disk := benchBytes(f.DiskBytes)
 		if f.DiskBytes == 0 {
 			disk = "—"
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %s | %.3f | %s | %s | %.1f |\n", benchThousands(f.Size), f.Variant, f.Threads, f.Queries,
-			benchMs(f.P50Ms), benchMs(f.P99Ms), f.Recall, disk, benchBytes(f.RSSBytes), f.LoadSeconds)
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %s | %.3f | %s | %s | %.1f | %s |\n", benchThousands(f.Size), f.Variant, f.Threads, f.Queries,
+			benchMs(f.P50Ms), benchMs(f.P99Ms), f.Recall, disk, benchBytes(f.RSSBytes), f.LoadSeconds, cmp.Or(f.Data, vecDataRandom))
 	}
 }
 

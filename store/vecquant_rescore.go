@@ -1,0 +1,226 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// A search ranks the int8 codes of the whole namespace, keeps a pool of the
+// best candidates by approximate score, and reads the exact float32 vectors
+// of as few of them as it can from SQLite: first the top limit, which gives
+// a bar (the limit-th best exact score), then every other candidate whose
+// approximate score plus its error margin (errMargin) reaches the bar. A
+// candidate below the bar cannot enter the top limit (within the margin's
+// six standard deviations), so the result is the exact scan's. When even
+// the pool's last candidate, with the largest margin of the namespace,
+// reaches the bar, vectors beyond the pool might too: the scan runs again
+// with a pool four times as deep.
+//
+// Reading the float32 vectors from SQLite rather than keeping them in memory
+// too costs one vec0 point query a candidate (about 10 µs; vec_plain reads
+// them in one IN query), and saves dims×4 bytes a vector of Go heap: at
+// 384 dims, 146 MiB per 100,000 chunks (BENCHMARKS.md, issue 13 item 2).
+
+// vecCand is a candidate of the quantized scan: its rowid and chunk id, its
+// approximate cosine and the bound on that approximation's error.
+type vecCand struct {
+	rowid  int64
+	id     string
+	approx float32
+	margin float32
+}
+
+// rescorePool is how many candidates the scan keeps for a search of limit.
+func rescorePool(limit int) int { return max(2*limit, limit+64) }
+
+// sqlVecPoint reads one vector through vec0 (a point query on rowid; an IN
+// list makes vec0 scan the whole table).
+const sqlVecPoint = `SELECT embedding FROM vec_chunks WHERE rowid = ?`
+
+// plainBatch bounds the rowids of one IN query on vec_plain.
+const plainBatch = 256
+
+// vectorSearch is VectorSearch after its checks; it also returns how many
+// float32 vectors it read.
+func (s *Shard) vectorSearch(ctx context.Context, ns string, q *quantQuery, vf vecFilter, limit int) ([]Candidate, int, error) {
+	if limit <= 0 {
+		return nil, 0, nil
+	}
+	exact := map[int64]float32{} // rowid → exact score; NaN: no vector in SQLite
+	for pool := rescorePool(limit); ; pool *= 4 {
+		cands, maxMargin := s.index.candidates(ns, q, &vf, pool)
+		out, bar, err := s.rescore(ctx, q, cands, limit, exact)
+		if err != nil {
+			return nil, len(exact), err
+		}
+		if len(cands) < pool || cands[len(cands)-1].approx+maxMargin < bar {
+			return out, len(exact), nil
+		}
+	}
+}
+
+// rescore reads the exact scores of the candidates that can enter the top
+// limit (into exact, which may already hold some) and returns the top limit
+// of those, best first, and the bar: the limit-th best exact score (-Inf
+// with fewer than limit).
+func (s *Shard) rescore(ctx context.Context, q *quantQuery, cands []vecCand, limit int, exact map[int64]float32) ([]Candidate, float32, error) {
+	first := cands[:min(limit, len(cands))]
+	if err := s.exactScores(ctx, q, first, exact); err != nil {
+		return nil, 0, err
+	}
+	bar := kthScore(first, exact, limit)
+	var more []vecCand
+	for _, c := range cands[len(first):] {
+		if c.approx+c.margin >= bar {
+			more = append(more, c)
+		}
+	}
+	if err := s.exactScores(ctx, q, more, exact); err != nil {
+		return nil, 0, err
+	}
+	top := make([]scored, 0, len(first)+len(more))
+	ids := make(map[int64]string, len(first)+len(more))
+	for _, part := range [][]vecCand{first, more} {
+		for _, c := range part {
+			if e := exact[c.rowid]; e == e { // not NaN
+				top = append(top, scored{score: e, rowid: c.rowid})
+				ids[c.rowid] = c.id
+			}
+		}
+	}
+	sort.Slice(top, func(i, j int) bool { return better(top[i], top[j]) })
+	if len(top) >= limit {
+		bar = top[limit-1].score
+		top = top[:limit]
+	} else {
+		bar = float32(math.Inf(-1))
+	}
+	out := make([]Candidate, len(top))
+	for i, t := range top {
+		out[i] = Candidate{ID: ids[t.rowid], Score: clamp01(float64(t.score)), Rank: i + 1}
+	}
+	return out, bar, nil
+}
+
+// kthScore returns the limit-th best exact score of cands, -Inf when fewer
+// than limit have one.
+func kthScore(cands []vecCand, exact map[int64]float32, limit int) float32 {
+	var ss []float32
+	for _, c := range cands {
+		if e := exact[c.rowid]; e == e {
+			ss = append(ss, e)
+		}
+	}
+	if len(ss) < limit {
+		return float32(math.Inf(-1))
+	}
+	sort.Slice(ss, func(i, j int) bool { return ss[i] > ss[j] })
+	return ss[limit-1]
+}
+
+// exactScores reads the float32 vectors of cands that exact does not hold
+// yet from the shard's vector table and records their exact cosine with q
+// (NaN for a rowid without a vector: deleted since the index was read).
+func (s *Shard) exactScores(ctx context.Context, q *quantQuery, cands []vecCand, exact map[int64]float32) error {
+	var rowids []int64
+	for _, c := range cands {
+		if _, ok := exact[c.rowid]; !ok {
+			rowids = append(rowids, c.rowid)
+			exact[c.rowid] = float32(math.NaN())
+		}
+	}
+	if len(rowids) == 0 {
+		return nil
+	}
+	unit := make([]float32, len(q.unit))
+	buf := make([]float32, 0, len(q.unit))
+	score := func(rowid int64, blob []byte) error {
+		var err error
+		if buf, err = decodeVector(buf[:0], blob); err != nil || len(buf) != len(q.unit) {
+			return fmt.Errorf("vector of rowid %d: %d floats, want %d: %w", rowid, len(buf), len(q.unit), ErrDims)
+		}
+		normalizeInto(unit, buf)
+		exact[rowid] = dot(q.unit, unit)
+		return nil
+	}
+	if s.vec.Load().plain() {
+		return readPlainVectors(ctx, s.r, rowids, score)
+	}
+	st, err := s.index.pointStmt(ctx, s.r)
+	if err != nil {
+		return fmt.Errorf("read vectors: %w", err)
+	}
+	return readVec0Vectors(ctx, st, rowids, score)
+}
+
+// pointStmt returns sqlVecPoint prepared on db, preparing it on first use
+// (about 30 µs a search saved). database/sql closes it with db's
+// connections when the shard closes.
+func (x *vectorIndex) pointStmt(ctx context.Context, db *sql.DB) (*sql.Stmt, error) {
+	x.stmtMu.Lock()
+	defer x.stmtMu.Unlock()
+	if x.point == nil {
+		st, err := db.PrepareContext(ctx, sqlVecPoint)
+		if err != nil {
+			return nil, err
+		}
+		x.point = st
+	}
+	return x.point, nil
+}
+
+// readPlainVectors calls fn with the vector of each rowid that vec_plain
+// holds, in IN queries of at most plainBatch rowids.
+func readPlainVectors(ctx context.Context, db *sql.DB, rowids []int64, fn func(rowid int64, blob []byte) error) error {
+	for len(rowids) > 0 {
+		part := rowids[:min(len(rowids), plainBatch)]
+		rowids = rowids[len(part):]
+		args := make([]any, len(part))
+		for i, r := range part {
+			args[i] = r
+		}
+		rows, err := db.QueryContext(ctx, `SELECT rowid, embedding FROM vec_plain WHERE rowid IN (?`+strings.Repeat(",?", len(part)-1)+`)`, args...)
+		if err != nil {
+			return fmt.Errorf("read vectors: %w", err)
+		}
+		for rows.Next() {
+			var rowid int64
+			var blob sql.RawBytes
+			if err := rows.Scan(&rowid, &blob); err != nil {
+				rows.Close()
+				return fmt.Errorf("read vectors: %w", err)
+			}
+			if err := fn(rowid, blob); err != nil {
+				rows.Close()
+				return err
+			}
+		}
+		if err := rows.Close(); err != nil {
+			return fmt.Errorf("read vectors: %w", err)
+		}
+	}
+	return nil
+}
+
+// readVec0Vectors calls fn with the vector of each rowid that vec_chunks
+// holds, one point query (st: sqlVecPoint) each.
+func readVec0Vectors(ctx context.Context, st *sql.Stmt, rowids []int64, fn func(rowid int64, blob []byte) error) error {
+	var blob []byte
+	for _, r := range rowids {
+		switch err := st.QueryRowContext(ctx, r).Scan(&blob); {
+		case errors.Is(err, sql.ErrNoRows):
+			continue
+		case err != nil:
+			return fmt.Errorf("read vectors: %w", err)
+		}
+		if err := fn(r, blob); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,423 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// vecGen generates the vectors of one kind of corpus and queries for it:
+// "random" (unit Gaussian vectors: the exact top scores are close together,
+// the hard case for a quantized scan), "clustered" (vectors around 40
+// centroids, queries near a centroid: many near-ties) and "text" (signed
+// feature hashing of Zipf-distributed words and their character trigrams,
+// as the built-in embedder does; exact duplicates happen).
+type vecGen struct {
+	kind      string
+	r         *rand.Rand
+	dims      int
+	centroids [][]float32
+}
+
+var vecKinds = []string{"random", "clustered", "text"}
+
+func newVecGen(kind string, seed uint64, dims int) *vecGen {
+	g := &vecGen{kind: kind, r: rand.New(rand.NewPCG(seed, 77)), dims: dims}
+	if kind == "clustered" {
+		for range 40 {
+			g.centroids = append(g.centroids, randVec(g.r, dims))
+		}
+	}
+	return g
+}
+
+// vector returns the next corpus vector.
+func (g *vecGen) vector() []float32 {
+	switch g.kind {
+	case "clustered":
+		return g.near(g.centroids[g.r.IntN(len(g.centroids))], 0.6)
+	case "text":
+		return hashWords(zipfText(g.r, 8+g.r.IntN(40)), g.dims)
+	}
+	return randVec(g.r, g.dims)
+}
+
+// query returns a query vector.
+func (g *vecGen) query() []float32 {
+	switch g.kind {
+	case "clustered":
+		return g.near(g.centroids[g.r.IntN(len(g.centroids))], 0.3)
+	case "text":
+		return hashWords(zipfText(g.r, 2+g.r.IntN(8)), g.dims)
+	}
+	return randVec(g.r, g.dims)
+}
+
+// near returns c plus Gaussian noise of about norm noise, unit length.
+func (g *vecGen) near(c []float32, noise float64) []float32 {
+	v := randVec(g.r, g.dims)
+	for i := range v {
+		v[i] = c[i] + float32(noise)*v[i]
+	}
+	normalizeInto(v, v)
+	return v
+}
+
+// hashWords is a feature-hashing embedding of text: each word (1+ln tf) and
+// each of its character trigrams (a third of that) adds its weight to a
+// bucket with a sign, both from an FNV hash.
+func hashWords(text string, dims int) []float32 {
+	v := make([]float32, dims)
+	tf := map[string]int{}
+	for _, w := range strings.Fields(text) {
+		tf[w]++
+	}
+	add := func(feature string, w float64) {
+		h := fnv.New64a()
+		h.Write([]byte(feature))
+		x := h.Sum64()
+		if x>>63 == 1 {
+			w = -w
+		}
+		v[x%uint64(dims)] += float32(w)
+	}
+	for w, n := range tf {
+		weight := 1 + math.Log(float64(n))
+		add(w, weight)
+		p := "<" + w + ">"
+		for i := 0; i+3 <= len(p); i++ {
+			add("#"+p[i:i+3], weight/3)
+		}
+	}
+	return v
+}
+
+// vecRow is one stored chunk of a test corpus.
+type vecRow struct {
+	id, sessionKey string
+	rowid          int64
+	ts             time.Time
+	vec            []float32
+}
+
+// fillVectors stores n chunks with vectors from g in namespace ns of s,
+// over sessions of 500 chunks with 5 session keys and a minute apart, and
+// returns them with their rowids.
+func fillVectors(tb testing.TB, s *Shard, g *vecGen, ns string, n int) []vecRow {
+	tb.Helper()
+	var rows []vecRow
+	for sess := 0; sess*500 < n; sess++ {
+		ref := SessionRef{Namespace: ns, SessionKey: fmt.Sprintf("key-%d", sess%5), SessionID: fmt.Sprint(sess)}
+		sc := SessionChunks{Session: ref}
+		for i := sess * 500; i < min(n, (sess+1)*500); i++ {
+			ts := t0.Add(time.Duration(i) * time.Minute)
+			c := Chunk{ID: fmt.Sprintf("%s-%d", ns, i), Namespace: ns, Source: "sessions", SessionKey: ref.SessionKey,
+				SessionID: ref.SessionID, SeqStart: int64(i), SeqEnd: int64(i), Text: "t", TimeStart: ts, TimeEnd: ts, Vector: g.vector()}
+			sc.Chunks = append(sc.Chunks, c)
+			rows = append(rows, vecRow{id: c.ID, sessionKey: ref.SessionKey, ts: ts, vec: c.Vector})
+		}
+		mustApply(tb, s, Batch{Rechunk: []SessionChunks{sc}})
+	}
+	return withRowids(tb, s, rows)
+}
+
+// withRowids fills in the rowid of each row from chunks.
+func withRowids(tb testing.TB, s *Shard, rows []vecRow) []vecRow {
+	tb.Helper()
+	ids := map[string]int64{}
+	res, err := s.r.Query(`SELECT rowid, id FROM chunks`)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer res.Close()
+	for res.Next() {
+		var rowid int64
+		var id string
+		if err := res.Scan(&rowid, &id); err != nil {
+			tb.Fatal(err)
+		}
+		ids[id] = rowid
+	}
+	for i := range rows {
+		rows[i].rowid = ids[rows[i].id]
+	}
+	return rows
+}
+
+// exactSearch is the float32 exact scan the index must agree with: unit
+// vectors, the scan's dot product, ties to the lower rowid.
+func exactSearch(rows []vecRow, q []float32, pass func(*vecRow) bool, limit int) []Candidate {
+	unit, v := make([]float32, len(q)), make([]float32, len(q))
+	normalizeInto(unit, q)
+	var all []scored
+	for i := range rows {
+		if pass != nil && !pass(&rows[i]) {
+			continue
+		}
+		normalizeInto(v, rows[i].vec)
+		all = append(all, scored{score: dot(unit, v), pos: int32(i), rowid: rows[i].rowid})
+	}
+	sort.Slice(all, func(i, j int) bool { return better(all[i], all[j]) })
+	out := make([]Candidate, 0, limit)
+	for i, it := range all[:min(limit, len(all))] {
+		out = append(out, Candidate{ID: rows[it.pos].id, Score: clamp01(float64(it.score)), Rank: i + 1})
+	}
+	return out
+}
+
+// recall is the share of want's ids that got holds.
+func recall(got, want []Candidate) float64 {
+	if len(want) == 0 {
+		return 1
+	}
+	n := 0
+	for _, w := range want {
+		if slices.ContainsFunc(got, func(c Candidate) bool { return c.ID == w.ID }) {
+			n++
+		}
+	}
+	return float64(n) / float64(len(want))
+}
+
+// TestQuantizedSearchMatchesExact checks VectorSearch against an exact
+// float32 scan on each kind of corpus, in both vector modes: recall@10 and
+// recall@40 (the query engine's usual depth) at least 0.99, and every
+// reported score the exact cosine of its chunk.
+func TestQuantizedSearchMatchesExact(t *testing.T) {
+	const dims, n, queries = 64, 4000, 40
+	for _, mode := range []struct {
+		name string
+		cfg  Config
+	}{{VectorModeSqliteVec, Config{Dims: dims}}, {VectorModeGoScan, Config{Dims: dims, NoSqliteVec: true}}} {
+		for ki, kind := range vecKinds {
+			t.Run(mode.name+"/"+kind, func(t *testing.T) {
+				ctx := context.Background()
+				s := openTestConfig(t, mode.cfg)
+				g := newVecGen(kind, uint64(ki+1), dims)
+				rows := fillVectors(t, s, g, "n", n)
+				byID := map[string]*vecRow{}
+				for i := range rows {
+					byID[rows[i].id] = &rows[i]
+				}
+				for _, k := range []int{10, 40} {
+					var sum float64
+					for range queries {
+						q := g.query()
+						got, err := s.VectorSearch(ctx, "n", q, Filter{}, k)
+						if err != nil {
+							t.Fatal(err)
+						}
+						want := exactSearch(rows, q, nil, k)
+						if len(got) != len(want) {
+							t.Fatalf("k=%d: %d hits, want %d", k, len(got), len(want))
+						}
+						sum += recall(got, want)
+						for _, c := range got {
+							if e := exactSearch([]vecRow{*byID[c.ID]}, q, nil, 1)[0].Score; c.Score != e {
+								t.Fatalf("k=%d: %s scored %v, exact cosine %v", k, c.ID, c.Score, e)
+							}
+						}
+					}
+					if r := sum / queries; r < 0.99 {
+						t.Errorf("k=%d: recall %.4f, want >= 0.99", k, r)
+					} else {
+						t.Logf("k=%d: recall %.4f", k, r)
+					}
+				}
+			})
+		}
+	}
+}
+
+// openTestConfig is openTest with a whole Config.
+func openTestConfig(tb testing.TB, cfg Config) *Shard {
+	tb.Helper()
+	s, err := Open(context.Background(), tb.TempDir()+"/shard.db", cfg)
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	tb.Cleanup(func() { s.Close(context.Background()) })
+	return s
+}
+
+// TestQuantizedSearchFilters checks that filtered searches return exactly
+// what an exact scan over the passing chunks returns, ranks and scores.
+func TestQuantizedSearchFilters(t *testing.T) {
+	const dims, n = 48, 3000
+	ctx := context.Background()
+	s := openTest(t, dims)
+	g := newVecGen("clustered", 9, dims)
+	rows := fillVectors(t, s, g, "n", n)
+	fillVectors(t, s, newVecGen("clustered", 9, dims), "other", 600) // the same vectors, another namespace
+	after, before := t0.Add(400*time.Minute), t0.Add(2500*time.Minute)
+	cases := []struct {
+		name string
+		f    Filter
+		pass func(*vecRow) bool
+	}{
+		{"session key", Filter{SessionKey: "key-2"}, func(r *vecRow) bool { return r.sessionKey == "key-2" }},
+		{"time window", Filter{After: after, Before: before}, func(r *vecRow) bool { return !r.ts.Before(after) && r.ts.Before(before) }},
+		{"key and window", Filter{SessionKey: "key-1", After: after, Before: before},
+			func(r *vecRow) bool { return r.sessionKey == "key-1" && !r.ts.Before(after) && r.ts.Before(before) }},
+		{"no match", Filter{SessionKey: "key-9"}, func(r *vecRow) bool { return false }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for range 20 {
+				q := g.query()
+				got, err := s.VectorSearch(ctx, "n", q, c.f, 25)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := exactSearch(rows, q, c.pass, 25); !slices.Equal(got, want) {
+					t.Fatalf("VectorSearch()=%v\nwant %v", got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestQuantizedIndexInStep checks that adds, replaced vectors (SetVectors),
+// deleted sessions and a reopen keep the int8 codes equal to the codes of
+// the float32 vectors SQLite holds, and searches equal to an exact scan.
+func TestQuantizedIndexInStep(t *testing.T) {
+	const dims = 32
+	ctx := context.Background()
+	path := t.TempDir() + "/shard.db"
+	s, err := Open(ctx, path, Config{Dims: dims})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close(ctx) }()
+	g := newVecGen("random", 3, dims)
+	rows := fillVectors(t, s, g, "n", 1700) // four sessions, the last of 200
+	// Replace every third vector, delete session 1.
+	var cv []ChunkVector
+	for i := range rows {
+		if i%3 == 0 {
+			rows[i].vec = g.vector()
+			cv = append(cv, ChunkVector{ID: rows[i].id, Vector: rows[i].vec})
+		}
+	}
+	if _, err := s.SetVectors(ctx, cv); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, s, Batch{DeleteSessions: []SessionRef{{Namespace: "n", SessionKey: "key-1", SessionID: "1"}}})
+	rows = slices.DeleteFunc(rows, func(r vecRow) bool { return r.sessionKey == "key-1" })
+	check := func(when string) {
+		t.Helper()
+		stored := map[int64][]float32{}
+		if err := s.scanVec0Shadow(ctx, s.r, func(rowid int64, blob []byte) error {
+			v, err := decodeVector(nil, blob)
+			stored[rowid] = v
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		s.index.mu.RLock()
+		sp := s.index.spaces["n"]
+		if len(sp.rowids) != len(rows) || len(stored) != len(rows) {
+			t.Fatalf("%s: index %d vectors, SQLite %d, want %d", when, len(sp.rowids), len(stored), len(rows))
+		}
+		for i, rowid := range sp.rowids {
+			codes := make([]int8, dims)
+			scale := quantizeInto(codes, stored[rowid])
+			if !slices.Equal(sp.vec(i, dims), codes) || sp.scales[i] != scale {
+				t.Fatalf("%s: rowid %d: codes %v scale %v, SQLite's vector gives %v %v", when, rowid, sp.vec(i, dims), sp.scales[i], codes, scale)
+			}
+		}
+		s.index.mu.RUnlock()
+		for range 10 {
+			q := g.query()
+			got, err := s.VectorSearch(ctx, "n", q, Filter{}, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := exactSearch(rows, q, nil, 10); !slices.Equal(got, want) {
+				t.Fatalf("%s: VectorSearch()=%v\nwant %v", when, got, want)
+			}
+		}
+	}
+	check("after changes")
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(ctx, path, Config{Dims: dims}); err != nil {
+		t.Fatal(err)
+	}
+	check("after reopen")
+}
+
+// TestQuantizeBounds checks the codes of quantizeInto: in [-127, 127], the
+// largest component at ±127, every component within half a step of the
+// unit vector, and zero vectors as zero codes with scale 0.
+func TestQuantizeBounds(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, dims := range []int{1, 7, 64, 384} {
+		for range 50 {
+			v := randVec(r, dims)
+			for i := range v {
+				v[i] *= 3.5 // not unit length
+			}
+			codes := make([]int8, dims)
+			s := quantizeInto(codes, v)
+			unit := make([]float32, dims)
+			normalizeInto(unit, v)
+			top := 0
+			for i, c := range codes {
+				if c == -128 {
+					t.Fatalf("dims %d: code -128", dims)
+				}
+				top = max(top, int(c), -int(c))
+				if d := math.Abs(float64(unit[i]) - float64(s)*float64(c)); d > float64(s)/2*1.0001 {
+					t.Fatalf("dims %d: component %d off by %v, step %v", dims, i, d, s)
+				}
+			}
+			if top != quantMax {
+				t.Fatalf("dims %d: largest code %d, want %d", dims, top, quantMax)
+			}
+		}
+	}
+	codes := []int8{1, 2, 3}
+	if s := quantizeInto(codes, make([]float32, 3)); s != 0 || !slices.Equal(codes, []int8{0, 0, 0}) {
+		t.Errorf("zero vector: codes %v scale %v, want zeros and 0", codes, s)
+	}
+}
+
+// TestErrMarginHolds checks, over many random pairs, that the approximate
+// score is within errMargin of the exact one (the bound rescoring relies on)
+// and that the margin is not so wide that rescoring would read everything.
+func TestErrMarginHolds(t *testing.T) {
+	const dims = 384
+	for _, kind := range vecKinds {
+		g := newVecGen(kind, 11, dims)
+		var worst, mean float64
+		const pairs = 20000
+		for range pairs {
+			q := newQuantQuery(g.query())
+			v := g.vector()
+			codes := make([]int8, dims)
+			s := quantizeInto(codes, v)
+			unit := make([]float32, dims)
+			normalizeInto(unit, v)
+			err := math.Abs(float64(q.approx(codes, s) - dot(q.unit, unit)))
+			m := float64(errMargin(s, q.scale))
+			if err > m {
+				t.Fatalf("%s: approximation off by %v, margin %v", kind, err, m)
+			}
+			worst = max(worst, err/m)
+			mean += m / pairs
+		}
+		if mean > 0.02 {
+			t.Errorf("%s: mean margin %v, want below 0.02", kind, mean)
+		}
+		t.Logf("%s: worst error %.2f of the margin, mean margin %.4f", kind, worst, mean)
+	}
+}
