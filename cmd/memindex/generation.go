@@ -286,15 +286,27 @@ func (n *node) switchOver(ctx context.Context) {
 			n.switched.Add(1)
 			n.log.Info("partition switched to the new vector space", "partition", p, "generation", n.next.name, "space", n.next.space)
 		}
-		if left == 0 && (len(held) > 0 || n.cfg.group != "") {
+		if left > 0 || len(held) == 0 && n.cfg.group == "" {
+			continue
+		}
+		// Searches that started on the old shards finish before they close.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(2 * time.Second):
+		}
+		// No partition moves while the old generation retires (ownership.go,
+		// moving): a gain or drop in progress finishes with the old
+		// generation's worker and shard map first, and any later one sees
+		// only the new generation, so nothing adds to the old worker once
+		// stopped or writes the shard map closeShards reads. A partition
+		// gained since the check above still routes to the old generation:
+		// it switches first.
+		n.own.moving.Lock()
+		if n.allSwitched() {
 			break
 		}
-	}
-	// Searches that started on the old shards finish before they close.
-	select {
-	case <-ctx.Done():
-		return
-	case <-time.After(2 * time.Second):
+		n.own.moving.Unlock()
 	}
 	old := n.serving
 	if err := old.stop(); err != nil {
@@ -302,12 +314,14 @@ func (n *node) switchOver(ctx context.Context) {
 	}
 	_ = old.worker.DeleteConsumers(context.Background())
 	if err := writeActive(n.shardRoot(), n.next.name); err != nil {
+		n.own.moving.Unlock()
 		n.log.Error("record the serving generation", "err", err)
 		return
 	}
 	n.genMu.Lock()
 	n.serving, n.next = n.next, nil
 	n.genMu.Unlock()
+	n.own.moving.Unlock()
 	old.closeShards(n)
 	for p := range n.cfg.partitions { // every partition: a group member may have held others before
 		for _, suffix := range []string{"", "-wal", "-shm"} {
@@ -320,6 +334,19 @@ func (n *node) switchOver(ctx context.Context) {
 		_ = os.Remove(old.dir)
 	}
 	n.log.Info("vector space switch complete", "space", n.serving.space, "generation", n.serving.name)
+}
+
+// allSwitched reports whether every partition the new generation holds
+// routes to it.
+func (n *node) allSwitched() bool {
+	n.genMu.RLock()
+	defer n.genMu.RUnlock()
+	for _, p := range n.next.heldPartitions() {
+		if r := n.routes[p].Load(); r != nil && r.gen != n.next {
+			return false
+		}
+	}
+	return true
 }
 
 // switchStatus reports a switch in progress, or nil.

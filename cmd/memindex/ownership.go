@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -42,6 +43,13 @@ type ownership struct {
 	leaser *consumer.Leaser
 	// leaserDone is closed when the leaser has handed everything over.
 	leaserDone chan struct{}
+	// moving is read-held by gain and drop for their whole run and
+	// write-held by switchOver while it retires the old generation, so a
+	// partition never moves while the generations change: a gain or drop
+	// that read the generations before the switch finishes with the old
+	// generation's shard map before switchOver takes it, and one after sees
+	// only the new generation.
+	moving sync.RWMutex
 }
 
 // parsePartitionSet parses --partitions: "all", or a comma-separated list of
@@ -195,6 +203,8 @@ func (n *node) runLeaser(ctx context.Context) {
 // writes fenced at fence. It answers searches once watchReady finds it
 // caught up.
 func (n *node) gain(ctx context.Context, p int, owner bool, fence time.Time) error {
+	n.own.moving.RLock()
+	defer n.own.moving.RUnlock()
 	n.genMu.RLock()
 	gens, newest := []*generation{n.serving, n.next}, n.newest()
 	n.genMu.RUnlock()
@@ -258,6 +268,8 @@ var restoreShard func(ctx context.Context, n *node, p int, path string) error
 // drop stops answering and writing partition p and closes its shards. The
 // fence already stops its commits when the lease ended.
 func (n *node) drop(ctx context.Context, p int, handover bool) {
+	n.own.moving.RLock()
+	defer n.own.moving.RUnlock()
 	n.own.ready[p].Store(false)
 	n.own.owner[p].Store(false)
 	n.svc.Unserve(p)
