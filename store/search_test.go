@@ -384,7 +384,7 @@ func TestParallelScanAgrees(t *testing.T) {
 	q := newQuantQuery(randVec(r, dims))
 	for _, f := range []Filter{{}, {SessionKey: "1"}} {
 		vf := compileFilter(f)
-		got, _ := x.candidates("n", q, &vf, 25)
+		got := x.candidates("n", q, &vf, 25)
 		h := x.spaces["n"].scan(q, &vf, 0, n, 25, dims)
 		sort.Slice(h.items, func(i, j int) bool { return better(h.items[i], h.items[j]) })
 		if len(got) != 25 {

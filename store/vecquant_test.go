@@ -421,3 +421,42 @@ func TestErrMarginHolds(t *testing.T) {
 		t.Logf("%s: worst error %.2f of the margin, mean margin %.4f", kind, worst, mean)
 	}
 }
+
+// TestQuantizedSearchDuplicates stores one vector 400 times among random
+// ones and searches for it: the answer is the exact scan's (the copies of
+// lowest rowid, at the exact score), and the search reads no more than its
+// pool of float32 vectors however many copies tie.
+func TestQuantizedSearchDuplicates(t *testing.T) {
+	const dims = 48
+	ctx := context.Background()
+	s := openTest(t, dims)
+	g := newVecGen("random", 5, dims)
+	dup := g.vector()
+	var rows []vecRow
+	ref := SessionRef{Namespace: "n", SessionKey: "k", SessionID: "s"}
+	sc := SessionChunks{Session: ref}
+	for i := range 2400 {
+		v := g.vector()
+		if i%6 == 0 {
+			v = dup
+		}
+		c := Chunk{ID: fmt.Sprintf("n-%d", i), Namespace: "n", Source: "sessions", SessionKey: "k", SessionID: "s",
+			SeqStart: int64(i), SeqEnd: int64(i), Text: "t", TimeStart: t0, TimeEnd: t0, Vector: v}
+		sc.Chunks = append(sc.Chunks, c)
+		rows = append(rows, vecRow{id: c.ID, sessionKey: "k", ts: t0, vec: v})
+	}
+	mustApply(t, s, Batch{Rechunk: []SessionChunks{sc}})
+	rows = withRowids(t, s, rows)
+	for _, k := range []int{10, 40} {
+		got, read, err := s.vectorSearch(ctx, "n", newQuantQuery(dup), compileFilter(Filter{}), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := exactSearch(rows, dup, nil, k); !slices.Equal(got, want) {
+			t.Fatalf("k=%d: VectorSearch()=%v\nwant %v", k, got, want)
+		}
+		if read > rescorePool(k) {
+			t.Errorf("k=%d: read %d vectors, want at most the pool of %d", k, read, rescorePool(k))
+		}
+	}
+}

@@ -45,11 +45,8 @@ const blockVecs = 4096
 // and page-faults hundreds of MB while the index is write-locked; a block
 // grows to at most blockVecs×dims bytes and is never copied after.
 type vecSpace struct {
-	blocks [][]int8
-	scales []float32
-	// maxScale is at least the largest of scales (it is not lowered when
-	// that vector goes): the widest error margin of the namespace.
-	maxScale    float32
+	blocks      [][]int8
+	scales      []float32
 	rowids      []int64
 	ids         []string
 	sessionKeys []unique.Handle[string]
@@ -162,7 +159,6 @@ func (sp *vecSpace) add(rowid int64, e *vecEntry, dims int) {
 	sp.tsStart[i] = e.tsStart
 	sp.tsEnd[i] = e.tsEnd
 	sp.scales[i] = quantizeInto(sp.vec(i, dims), e.vec)
-	sp.maxScale = max(sp.maxScale, sp.scales[i])
 }
 
 // remove swap-removes rowid: the last vector moves into its place.
@@ -311,17 +307,17 @@ func (s *Shard) VectorSearch(ctx context.Context, ns string, vec []float32, f Fi
 }
 
 // candidates returns the best pool vectors of namespace ns that pass vf by
-// approximate score, best first, with what rescoring needs, and the widest
-// error margin of the namespace (for the vectors beyond the pool).
-func (x *vectorIndex) candidates(ns string, q *quantQuery, vf *vecFilter, pool int) ([]vecCand, float32) {
+// approximate score, best first (ties: lower rowid), with what rescoring
+// needs.
+func (x *vectorIndex) candidates(ns string, q *quantQuery, vf *vecFilter, pool int) []vecCand {
 	if pool <= 0 {
-		return nil, 0
+		return nil
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	sp := x.spaces[ns]
 	if sp == nil || len(sp.rowids) == 0 {
-		return nil, 0
+		return nil
 	}
 	n := len(sp.rowids)
 	parts := runtime.GOMAXPROCS(0)
@@ -352,7 +348,7 @@ func (x *vectorIndex) candidates(ns string, q *quantQuery, vf *vecFilter, pool i
 	for i, it := range all {
 		out[i] = vecCand{rowid: it.rowid, id: sp.ids[it.pos], approx: it.score, margin: errMargin(sp.scales[it.pos], q.scale)}
 	}
-	return out, errMargin(sp.maxScale, q.scale)
+	return out
 }
 
 // scan scores positions [lo,hi) by approximate cosine and keeps the best
