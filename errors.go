@@ -15,6 +15,20 @@ var (
 	// ErrUnsupported is wrapped when an event type is known but not handled by
 	// this worker version.
 	ErrUnsupported = errors.New("unsupported")
+	// ErrNotOwned is wrapped when the worker asked owns no shard for the
+	// namespace (wire code 404).
+	ErrNotOwned = errors.New("namespace not owned by this worker")
+	// ErrNotFound is wrapped when the memory file a read asks for is not
+	// stored (wire code 404).
+	ErrNotFound = errors.New("not found")
+	// ErrOverloaded is wrapped when a worker refused a request: too many
+	// pending, or the namespace over its rate (wire code 429, with
+	// RetryAfterHeader).
+	ErrOverloaded = errors.New("worker overloaded")
+	// ErrUnavailable is wrapped when nothing could answer now and asking
+	// again later may: every search leg failed, the shard is not ready, the
+	// connection is down (wire code 503).
+	ErrUnavailable = errors.New("search unavailable")
 )
 
 // Error codes carried in micro error headers (Nats-Service-Error-Code).

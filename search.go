@@ -204,7 +204,7 @@ type SearchResponse struct {
 	// order; each hit's Scores hold its per-leg ranks and scores.
 	Explain []Stage `json:"explain,omitempty"`
 	// Backend names the client backend that answered ("remote", "local",
-	// "qmd"), set by the client (query.Manager), not by a worker.
+	// "qmd"), set by the client (client.Manager), not by a worker.
 	Backend string `json:"backend,omitempty"`
 	// Fallback, when set, says that a fallback backend answered and why
 	// the primary did not.

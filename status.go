@@ -19,7 +19,7 @@ type StatusResponse struct {
 	// old vectors serve while the new ones are built from the stream.
 	Switch *SwitchStatus `json:"switch,omitempty"`
 	// Backend names the client backend that gave this status ("remote",
-	// "local", "qmd"), set by the client (query.Manager), not by a worker.
+	// "local", "qmd"), set by the client (client.Manager), not by a worker.
 	Backend string `json:"backend,omitempty"`
 	// Fallback, when set, says that a fallback backend answered and why
 	// the primary did not (see SearchResponse.Fallback).

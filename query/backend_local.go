@@ -13,9 +13,41 @@ import (
 	"sync"
 
 	"memindex"
+	"memindex/client"
 	"memindex/embedder"
 	"memindex/store"
 )
+
+// Local opens the local backend of client.Open (set it as
+// client.LocalConfig.Opener): an Engine over shard files opened read-only
+// (store.Config.ReadOnly: it never writes a shard). Namespaces route by
+// memindex.Partition over the p<N>.db files found.
+type Local struct {
+	// Embedder embeds queries; it must be of the vector space the shards
+	// record. Nil: the built-in embedder when the shards were built with
+	// it, else searches run keyword-only and say so.
+	Embedder embedder.Embedder
+}
+
+var _ client.LocalOpener = Local{}
+
+// OpenLocal opens the shard files cfg names.
+func (l Local) OpenLocal(ctx context.Context, cfg client.LocalConfig) (client.Manager, error) {
+	m, err := openLocal(ctx, cfg, l.Embedder)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// String names the embedder, so that client.CacheKey tells two Locals of
+// different embedders apart and two of the same one alike.
+func (l Local) String() string {
+	if l.Embedder == nil {
+		return "query.Local{}"
+	}
+	return fmt.Sprintf("query.Local{%T %s}", l.Embedder, spaceOf(l.Embedder.Info()))
+}
 
 // local is the local backend: an Engine over shard files opened read-only.
 // Namespaces route by memindex.Partition over the p<N>.db files found (a
@@ -23,9 +55,10 @@ import (
 // reopened by Sync; searches hold mu's read lock, so a reopen never closes
 // a shard under a search.
 type local struct {
-	cfg   LocalConfig
-	files map[int]string // partition -> shard file
-	parts int            // partitions routed over; 0: one file takes all
+	cfg   client.LocalConfig
+	given embedder.Embedder // Local.Embedder
+	files map[int]string    // partition -> shard file
+	parts int               // partitions routed over; 0: one file takes all
 	space string
 	dims  int
 	emb   embedder.Embedder
@@ -38,7 +71,7 @@ type local struct {
 	closed bool
 }
 
-var _ Manager = (*local)(nil)
+var _ client.Manager = (*local)(nil)
 
 var shardFileRE = regexp.MustCompile(`^p(\d+)\.db$`)
 
@@ -84,12 +117,12 @@ func findShards(path string) (files map[int]string, parts int, err error) {
 	return files, parts, nil
 }
 
-func openLocal(ctx context.Context, cfg LocalConfig) (*local, error) {
+func openLocal(ctx context.Context, cfg client.LocalConfig, emb embedder.Embedder) (*local, error) {
 	files, parts, err := findShards(cfg.Path)
 	if err != nil {
 		return nil, err
 	}
-	l := &local{cfg: cfg, files: files, parts: parts}
+	l := &local{cfg: cfg, given: emb, files: files, parts: parts}
 	for _, f := range files {
 		sp, dims, err := store.ReadSpace(ctx, f)
 		if err != nil {
@@ -122,11 +155,11 @@ func (l *local) chooseEmbedder() error {
 	switch {
 	case l.cfg.KeywordOnly:
 		l.noVec = "keyword-only by configuration (local.keywordOnly)"
-	case l.cfg.Embedder != nil:
-		if sp := spaceOf(l.cfg.Embedder.Info()); l.space != "" && sp != l.space {
-			return fmt.Errorf("local backend: local.Embedder is %s, the shards hold vectors of %s: give the embedder they were built with, or keywordOnly", sp, l.space)
+	case l.given != nil:
+		if sp := spaceOf(l.given.Info()); l.space != "" && sp != l.space {
+			return fmt.Errorf("local backend: query.Local.Embedder is %s, the shards hold vectors of %s: give the embedder they were built with, or keywordOnly", sp, l.space)
 		}
-		l.emb = l.cfg.Embedder
+		l.emb = l.given
 	case strings.HasPrefix(l.space, "builtin/"):
 		b, err := embedder.NewBuiltin(embedder.BuiltinConfig{Dims: l.dims})
 		if err != nil {
@@ -203,7 +236,7 @@ func (l *local) engine() (*Engine, func(), error) {
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
-		return nil, nil, fmt.Errorf("local backend closed: %w", ErrNoBackend)
+		return nil, nil, fmt.Errorf("local backend closed: %w", client.ErrNoBackend)
 	}
 	return l.eng, l.mu.RUnlock, nil
 }
@@ -228,7 +261,7 @@ func (l *local) Search(ctx context.Context, req memindex.SearchRequest) (meminde
 		resp.Legs.Vector.Reason = l.noVec
 		resp.Degraded = append(resp.Degraded, "vector leg not run: "+l.noVec)
 	}
-	resp.Backend = BackendLocal
+	resp.Backend = client.BackendLocal
 	return resp, nil
 }
 
@@ -246,9 +279,9 @@ func (l *local) Status(ctx context.Context) ([]memindex.StatusResponse, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
-		return nil, fmt.Errorf("status: local backend closed: %w", ErrNoBackend)
+		return nil, fmt.Errorf("status: local backend closed: %w", client.ErrNoBackend)
 	}
-	st := memindex.StatusResponse{Type: "status", Version: 1, Worker: "local:" + l.cfg.Path, Ready: true, Backend: BackendLocal}
+	st := memindex.StatusResponse{Type: "status", Version: 1, Worker: "local:" + l.cfg.Path, Ready: true, Backend: client.BackendLocal}
 	if l.emb != nil {
 		info := l.emb.Info()
 		st.Embedder = memindex.EmbedderStatus{Provider: info.Provider, Model: info.Model, Dims: info.Dims}
@@ -276,7 +309,7 @@ func (l *local) Status(ctx context.Context) ([]memindex.StatusResponse, error) {
 
 // Sync reopens the shard files: a read-only shard loads its vectors at
 // open, so this is how writes made since are seen.
-func (l *local) Sync(ctx context.Context, _ SyncRequest) error {
+func (l *local) Sync(ctx context.Context, _ client.SyncRequest) error {
 	if err := l.reopen(ctx); err != nil {
 		return fmt.Errorf("sync: %w", err)
 	}

@@ -1,8 +1,8 @@
 // Package query answers searches: it runs the keyword and vector legs of a
 // hybrid search against the shard that owns a namespace, fuses them (RRF or
 // weighted), filters and scores the hits, explains them on request, and
-// serves the whole over the NATS micro service "memindex". It also holds the
-// Go client of that service.
+// serves the whole over the NATS micro service "memindex". The Go client of
+// that service is package client, which must not import this one.
 //
 // What it returns is what an agent pays for: one hit per unit — a whole
 // message for sessions (however it was cut for indexing), a file section, a
@@ -20,18 +20,10 @@
 // namespace) and ServiceConfig.TracerProvider (trace.go: a search span, the
 // child of the requester's traceparent header); both are off when nil.
 //
-// It also holds the client side a Go program and `memindex search` use:
-// Open (manager.go) returns a Manager over one backend: remote (the
-// workers over NATS, through Client), local (shard files opened read-only
-// in process, store.Config.ReadOnly: it never writes a shard), qmd (the QMD
-// tool run as a subprocess, backend_qmd.go says the command line and JSON
-// fields relied on) or none. With a fallback configured, fallback.go serves
-// from the primary behind a circuit breaker and, when it fails, from a
-// fallback opened on first need; every answer and status then says which
-// backend answered and why not the other. Cache (cache.go) shares managers
-// by a key-order-independent hash of their configuration and evicts one
-// whose primary failed. The client side must not write shards or consume
-// events either.
+// Local (backend_local.go) is the local backend of client.Open, set as
+// client.LocalConfig.Opener: shard files opened read-only in process
+// (store.Config.ReadOnly: it never writes a shard) under an Engine. It lives
+// here, not in package client, because reading shards takes cgo SQLite.
 //
 // Routing (route.go): every worker receives memindex.search.<ns> and
 // memindex.read.<ns> in one queue group. With ServiceConfig.Partitions and
@@ -39,15 +31,15 @@
 // caught up on; it forwards any other request to memindex.psearch.<p>.<ns>
 // (memindex.pread.<p>.<ns>), which the ready holders of p answer in one
 // queue group (Service.Serve), and relays the answer, or a 503 naming the
-// partition when nobody holds it ready. The Client, once it knows P
-// (UsePartitions, or learnt from Status), sends to the per-partition
-// subject itself. Routing decides where a request runs, never what it sees.
+// partition when nobody holds it ready. client.Client, once it knows P,
+// sends to the per-partition subject itself. Routing decides where a
+// request runs, never what it sees.
 //
 // The service bounds what it holds under load: searches beyond the pool and
 // MaxPending are refused 429 at once, and with RatePerNamespace each
 // namespace has a token bucket for its searches and reads (ratelimit.go;
 // over it: 429 with a Retry-After header, which the client returns as
-// RemoteError.RetryAfter), kept in a map of at most MaxNamespaces buckets,
+// client.RemoteError.RetryAfter), kept in a map of at most MaxNamespaces buckets,
 // least recently used dropped first. ServiceConfig.Limits caps query size
 // (413) and k (400).
 //

@@ -13,16 +13,17 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"memindex"
+	"memindex/client"
 )
 
 // TestServiceRateLimitIs429WithRetryAfter: past its bucket a namespace is
 // refused 429 with a Retry-After header, which the client surfaces as
-// RemoteError.RetryAfter; reads share the bucket; other namespaces are not
+// client.RemoteError.RetryAfter; reads share the bucket; other namespaces are not
 // affected.
 func TestServiceRateLimitIs429WithRetryAfter(t *testing.T) {
 	// 1 request every 10 s, bursts of 2: the test never waits for a token.
 	nc, svc := setup(t, ServiceConfig{RatePerNamespace: 0.1, RateBurst: 2}, newTestShard())
-	c := NewClient(nc)
+	c := client.NewClient(nc)
 	req := memindex.SearchRequest{Namespace: "agent-7", Query: "Ana", Mode: memindex.ModeKeyword}
 	if _, err := c.Search(ctxT(t), req); err != nil {
 		t.Fatalf("first Client.Search() error %v", err)
@@ -33,7 +34,7 @@ func TestServiceRateLimitIs429WithRetryAfter(t *testing.T) {
 		t.Fatalf("Client.Read() error %v, want it within the burst", err)
 	}
 	_, err = c.Search(ctxT(t), req)
-	var rerr *RemoteError
+	var rerr *client.RemoteError
 	if !errors.As(err, &rerr) || rerr.Code != memindex.CodeOverloaded || !errors.Is(err, ErrOverloaded) {
 		t.Fatalf("third Client.Search() error=%v, want 429 ErrOverloaded", err)
 	}
@@ -64,7 +65,7 @@ func TestServiceRateLimitIs429WithRetryAfter(t *testing.T) {
 // naming the field and the limit.
 func TestServiceConfiguredLimits(t *testing.T) {
 	nc, _ := setup(t, ServiceConfig{Limits: memindex.Limits{MaxQueryBytes: 10, MaxK: 3}}, newTestShard())
-	c := NewClient(nc)
+	c := client.NewClient(nc)
 	tests := []struct {
 		name     string
 		req      memindex.SearchRequest
@@ -77,7 +78,7 @@ func TestServiceConfiguredLimits(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := c.Search(ctxT(t), tt.req)
-			var rerr *RemoteError
+			var rerr *client.RemoteError
 			if !errors.As(err, &rerr) || rerr.Code != tt.wantCode || !strings.Contains(rerr.Message, tt.wantMsg) {
 				t.Fatalf("Client.Search() error=%v, want %s containing %q", err, tt.wantCode, tt.wantMsg)
 			}

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"memindex"
+	"memindex/client"
 )
 
 // recorded collects what a service reports to its Metrics.
@@ -52,7 +53,7 @@ func (r *recorded) snapshot() ([]*memindex.SearchResponse, []time.Duration, []st
 func TestServiceMetrics(t *testing.T) {
 	var rec recorded
 	nc, _ := setup(t, ServiceConfig{Metrics: rec.metrics()}, newTestShard())
-	c := NewClient(nc)
+	c := client.NewClient(nc)
 	for range 3 {
 		if _, err := c.Search(ctxT(t), memindex.SearchRequest{Namespace: "agent-7", Query: "Ana moving Lisbon"}); err != nil {
 			t.Fatalf("Client.Search() error %v", err)

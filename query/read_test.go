@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"memindex"
+	"memindex/client"
 	"memindex/store"
 )
 
@@ -36,7 +37,7 @@ func TestServiceRead(t *testing.T) {
 		sh.msgs = append(sh.msgs, store.Message{Namespace: "agent-7", SessionKey: "chat", SessionID: "s1", Seq: i, Speaker: "Ana", Text: fmt.Sprint("line ", i)})
 	}
 	nc, _ := setup(t, ServiceConfig{}, sh)
-	cl := NewClient(nc)
+	cl := client.NewClient(nc)
 	tests := []struct {
 		name      string
 		req       memindex.ReadRequest
@@ -59,7 +60,7 @@ func TestServiceRead(t *testing.T) {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("Read()=%v, want %v", err, tt.wantErr)
 				}
-				var re *RemoteError
+				var re *client.RemoteError
 				if tt.wantField != "" && (!errors.As(err, &re) || !strings.Contains(re.Message, tt.wantField)) {
 					t.Fatalf("Read()=%v, want the message to name %q", err, tt.wantField)
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"memindex"
+	"memindex/client"
 	"memindex/internal/natstest"
 )
 
@@ -66,7 +67,7 @@ func waitEntered(tb testing.TB, shard *memShard) {
 
 func TestServiceRoundTrip(t *testing.T) {
 	nc, _ := setup(t, ServiceConfig{Worker: "w1"}, newTestShard())
-	got, err := NewClient(nc).Search(ctxT(t), memindex.SearchRequest{Namespace: "agent-7", Query: "Ana moving Lisbon", Explain: true})
+	got, err := client.NewClient(nc).Search(ctxT(t), memindex.SearchRequest{Namespace: "agent-7", Query: "Ana moving Lisbon", Explain: true})
 	if err != nil {
 		t.Fatalf("Client.Search() error %v", err)
 	}
@@ -153,10 +154,10 @@ func TestServicePanicIs500(t *testing.T) {
 	shard := newTestShard()
 	shard.panics = true
 	nc, _ := setup(t, ServiceConfig{Workers: 1}, shard)
-	c := NewClient(nc)
+	c := client.NewClient(nc)
 	for range 2 { // the only pool worker survives the first
 		_, err := c.Search(ctxT(t), memindex.SearchRequest{Namespace: "agent-7", Query: "Ana", Mode: memindex.ModeKeyword})
-		var rerr *RemoteError
+		var rerr *client.RemoteError
 		if !errors.As(err, &rerr) || rerr.Code != memindex.CodeInternal || !strings.Contains(rerr.Message, "keyword index corrupted") {
 			t.Fatalf("Client.Search() error=%v, want 500 naming the panic", err)
 		}
@@ -165,7 +166,7 @@ func TestServicePanicIs500(t *testing.T) {
 
 func TestClientErrors(t *testing.T) {
 	nc, _ := setup(t, ServiceConfig{}, newTestShard())
-	c := NewClient(nc)
+	c := client.NewClient(nc)
 	tests := []struct {
 		name     string
 		req      memindex.SearchRequest
@@ -180,12 +181,12 @@ func TestClientErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := c.Search(ctxT(t), tt.req)
-			var rerr *RemoteError
+			var rerr *client.RemoteError
 			if !errors.As(err, &rerr) || rerr.Code != tt.wantCode || !errors.Is(err, tt.want) || !strings.Contains(rerr.Message, tt.wantMsg) {
-				t.Fatalf("Client.Search() error=%#v, want *RemoteError %s matching %v containing %q", err, tt.wantCode, tt.want, tt.wantMsg)
+				t.Fatalf("Client.Search() error=%#v, want *client.RemoteError %s matching %v containing %q", err, tt.wantCode, tt.want, tt.wantMsg)
 			}
-			if !errors.Is(err, &RemoteError{Code: tt.wantCode}) {
-				t.Fatalf("errors.Is(%v, &RemoteError{Code: %s})=false, want true", err, tt.wantCode)
+			if !errors.Is(err, &client.RemoteError{Code: tt.wantCode}) {
+				t.Fatalf("errors.Is(%v, &client.RemoteError{Code: %s})=false, want true", err, tt.wantCode)
 			}
 		})
 	}
@@ -198,13 +199,13 @@ func TestClientErrors(t *testing.T) {
 
 func TestClientNoWorker(t *testing.T) {
 	nc := natstest.Connect(t, natstest.Server(t))
-	c := NewClient(nc)
+	c := client.NewClient(nc)
 	_, err := c.Search(ctxT(t), memindex.SearchRequest{Namespace: "agent-7", Query: "x"})
-	if !errors.Is(err, ErrNoWorker) || !strings.Contains(err.Error(), "memindex serve") {
-		t.Fatalf("Client.Search() error=%v, want ErrNoWorker", err)
+	if !errors.Is(err, client.ErrNoWorker) || !strings.Contains(err.Error(), "memindex serve") {
+		t.Fatalf("Client.Search() error=%v, want client.ErrNoWorker", err)
 	}
-	if _, err := c.Status(ctxT(t), 5*time.Second); !errors.Is(err, ErrNoWorker) {
-		t.Fatalf("Client.Status() error=%v, want ErrNoWorker", err)
+	if _, err := c.Status(ctxT(t), 5*time.Second); !errors.Is(err, client.ErrNoWorker) {
+		t.Fatalf("Client.Status() error=%v, want client.ErrNoWorker", err)
 	}
 }
 
@@ -227,8 +228,8 @@ func TestServiceOverloaded(t *testing.T) {
 	// 2: waits in the one pending slot. 3: same connection, so the service
 	// sees it after 2, and the pool is full.
 	mustTB(t, nc.PublishRequest(subj, inbox, body))
-	_, err = NewClient(nc).Search(ctxT(t), memindex.SearchRequest{Namespace: "agent-7", Query: "Ana", Mode: memindex.ModeKeyword})
-	if !errors.Is(err, ErrOverloaded) || !errors.Is(err, &RemoteError{Code: memindex.CodeOverloaded}) {
+	_, err = client.NewClient(nc).Search(ctxT(t), memindex.SearchRequest{Namespace: "agent-7", Query: "Ana", Mode: memindex.ModeKeyword})
+	if !errors.Is(err, ErrOverloaded) || !errors.Is(err, &client.RemoteError{Code: memindex.CodeOverloaded}) {
 		t.Fatalf("third Client.Search() error=%v, want 429 ErrOverloaded", err)
 	}
 
@@ -273,8 +274,8 @@ func TestServiceStopWaits(t *testing.T) {
 	mustTB(t, svc.Stop(ctxT(t)))
 
 	// A stopped service no longer answers.
-	if _, err := NewClient(nc).Search(ctxT(t), memindex.SearchRequest{Namespace: "agent-7", Query: "x"}); !errors.Is(err, ErrNoWorker) {
-		t.Fatalf("Client.Search() after Stop error=%v, want ErrNoWorker", err)
+	if _, err := client.NewClient(nc).Search(ctxT(t), memindex.SearchRequest{Namespace: "agent-7", Query: "x"}); !errors.Is(err, client.ErrNoWorker) {
+		t.Fatalf("Client.Search() after Stop error=%v, want client.ErrNoWorker", err)
 	}
 }
 
@@ -324,7 +325,7 @@ func TestClientStatus(t *testing.T) {
 			return memindex.StatusResponse{Ready: true, Partitions: []memindex.PartitionStatus{{Partition: 3, AppliedSeq: 42}}}
 		})
 	}
-	got, err := NewClient(natstest.Connect(t, s)).Status(ctxT(t), 300*time.Millisecond)
+	got, err := client.NewClient(natstest.Connect(t, s)).Status(ctxT(t), 300*time.Millisecond)
 	mustTB(t, err)
 	var workers []string
 	for _, st := range got {
@@ -376,8 +377,8 @@ func TestCodeFor(t *testing.T) {
 			t.Fatalf("codeFor(%v)=%s, want %s", tt.err, got, tt.want)
 		}
 		// And back: a remote error of that code matches the same sentinel.
-		if s := sentinelFor(tt.want); s != nil && !errors.Is(tt.err, s) && tt.want != memindex.CodeUnavailable {
-			t.Fatalf("sentinelFor(%s)=%v, which %v does not match", tt.want, s, tt.err)
+		if s := (&client.RemoteError{Code: tt.want}).Unwrap(); s != nil && !errors.Is(tt.err, s) && tt.want != memindex.CodeUnavailable {
+			t.Fatalf("RemoteError{Code: %s}.Unwrap()=%v, which %v does not match", tt.want, s, tt.err)
 		}
 	}
 }

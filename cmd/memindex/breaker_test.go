@@ -16,8 +16,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"memindex"
+	"memindex/client"
 	"memindex/embedder"
-	"memindex/query"
 )
 
 // TestProviderOutageOpensTheBreaker runs a worker whose provider is an
@@ -84,7 +84,7 @@ func TestProviderOutageOpensTheBreaker(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cl := query.NewClient(n.nc)
+	cl := client.NewClient(n.nc)
 	status := func() memindex.StatusResponse {
 		sts, err := cl.Status(context.Background(), 200*time.Millisecond)
 		if err != nil || len(sts) != 1 {

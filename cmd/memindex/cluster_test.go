@@ -19,8 +19,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"memindex"
+	"memindex/client"
 	"memindex/internal/natstest"
-	"memindex/query"
 )
 
 // The cluster test's shape. clusterLong (MEMINDEX_LONG=1) publishes a
@@ -185,7 +185,7 @@ func (l *searchLog) String() string {
 func (l *searchLog) check(ns, token string, foreign bool, started time.Time, resp memindex.SearchResponse, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var rerr *query.RemoteError
+	var rerr *client.RemoteError
 	switch {
 	case errors.As(err, &rerr) && rerr.Code == memindex.CodeUnavailable:
 		if rerr.Message == "" {
@@ -229,7 +229,7 @@ func (l *searchLog) check(ns, token string, foreign bool, started time.Time, res
 }
 
 func isTransportError(err error) bool {
-	for _, e := range []error{nats.ErrTimeout, context.DeadlineExceeded, nats.ErrNoResponders, query.ErrNoWorker,
+	for _, e := range []error{nats.ErrTimeout, context.DeadlineExceeded, nats.ErrNoResponders, client.ErrNoWorker,
 		nats.ErrConnectionClosed, nats.ErrConnectionReconnecting, nats.ErrDisconnected} {
 		if errors.Is(err, e) {
 			return true
@@ -248,7 +248,7 @@ func routedSearch(ctx context.Context, nc *nats.Conn, req memindex.SearchRequest
 		return resp, err
 	}
 	if code := msg.Header.Get("Nats-Service-Error-Code"); code != "" {
-		return resp, &query.RemoteError{Code: code, Message: msg.Header.Get("Nats-Service-Error")}
+		return resp, &client.RemoteError{Code: code, Message: msg.Header.Get("Nats-Service-Error")}
 	}
 	if err := json.Unmarshal(msg.Data, &resp); err != nil {
 		return resp, fmt.Errorf("decode search response: %w", err)
@@ -280,7 +280,7 @@ func TestClusterEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := query.NewClient(nc)
+	cl := client.NewClient(nc)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
@@ -376,7 +376,7 @@ func TestClusterEndToEnd(t *testing.T) {
 	searchCtx, stopSearches := context.WithCancel(ctx)
 	var searchers sync.WaitGroup
 	for i := range 2 {
-		direct := query.NewClient(nc)
+		direct := client.NewClient(nc)
 		direct.UsePartitions(clusterPartitions)
 		searchers.Add(1)
 		go func() {
@@ -572,6 +572,6 @@ func TestClusterEndToEnd(t *testing.T) {
 // isRetry503 reports whether err is a worker's 503 answer (not ready,
 // partition moving: retry).
 func isRetry503(err error) bool {
-	var re *query.RemoteError
+	var re *client.RemoteError
 	return errors.As(err, &re) && re.Code == "503"
 }

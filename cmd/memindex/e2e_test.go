@@ -20,9 +20,9 @@ import (
 
 	"memindex"
 	"memindex/chunker"
+	"memindex/client"
 	"memindex/internal/corpus"
 	"memindex/internal/natstest"
-	"memindex/query"
 	"memindex/store"
 )
 
@@ -96,7 +96,7 @@ func TestLoCoMoEndToEnd(t *testing.T) {
 		}
 	}
 	<-js.PublishAsyncComplete()
-	cl := query.NewClient(n.nc)
+	cl := client.NewClient(n.nc)
 	waitUntil(t, 60*time.Second, "status to show every message applied", func() bool {
 		sts, err := cl.Status(ctx, 200*time.Millisecond)
 		if err != nil || len(sts) != 1 {
@@ -260,7 +260,7 @@ func TestKillAndRestartIsExactlyOnce(t *testing.T) {
 		pubDone <- nil
 	}()
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
-	cl := query.NewClient(nc)
+	cl := client.NewClient(nc)
 	applied := func() int64 {
 		sts, err := cl.Status(context.Background(), 100*time.Millisecond)
 		if err != nil || len(sts) == 0 {

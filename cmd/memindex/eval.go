@@ -18,9 +18,9 @@ import (
 	"github.com/sourcegraph/conc/pool"
 
 	"memindex"
+	"memindex/client"
 	"memindex/internal/eval"
 	"memindex/internal/evalcorpus"
-	"memindex/query"
 )
 
 // evalSearchK is how many hits each question asks for.
@@ -336,7 +336,7 @@ func evalPass(ctx context.Context, o *evalOptions, c eval.Corpus, progress io.Wr
 		}
 	}
 	chunks := totals(ctx, n).chunks
-	cl := query.NewClient(n.nc)
+	cl := client.NewClient(n.nc)
 	var runs []eval.Run
 	for _, mode := range o.modes {
 		run := eval.Run{System: systemName(mode, *o.fusion), Results: make([]eval.Result, len(c.Questions))}

@@ -24,9 +24,9 @@ import (
 
 	"memindex"
 	"memindex/chunker"
+	"memindex/client"
 	"memindex/internal/corpus"
 	"memindex/internal/failpoint"
-	"memindex/query"
 	"memindex/store"
 )
 
@@ -185,7 +185,7 @@ func publishAll(t *testing.T, js jetstream.JetStream, events []memindex.Event, e
 // statusTotal returns the summed partition status of the first worker that
 // answers, and whether one did.
 func statusTotal(nc *nats.Conn) (memindex.PartitionStatus, bool) {
-	sts, err := query.NewClient(nc).Status(context.Background(), 300*time.Millisecond)
+	sts, err := client.NewClient(nc).Status(context.Background(), 300*time.Millisecond)
 	if err != nil || len(sts) == 0 {
 		return memindex.PartitionStatus{}, false
 	}

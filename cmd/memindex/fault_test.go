@@ -24,9 +24,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"memindex"
+	"memindex/client"
 	"memindex/internal/failpoint"
 	"memindex/internal/natstest"
-	"memindex/query"
 	"memindex/store"
 )
 
@@ -460,7 +460,7 @@ func TestDiskFullNoAckNotReadyThenResumes(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("/readyz while the disk is full: %s", strings.TrimSpace(why))
-	sts, err := query.NewClient(nc).Status(context.Background(), time.Second)
+	sts, err := client.NewClient(nc).Status(context.Background(), time.Second)
 	if err != nil || len(sts) == 0 {
 		t.Fatalf("status while the disk is full: %v", err)
 	}
@@ -589,7 +589,7 @@ func TestSearchesDuringFullSpeedIngest(t *testing.T) {
 	var searches, failures int
 	var firstErr error
 	var wg sync.WaitGroup
-	cl := query.NewClient(nc)
+	cl := client.NewClient(nc)
 	queries := []string{"what did they say about the trip", "dinner plans", "the new job", "music and books"}
 	for i := range 4 {
 		wg.Add(1)

@@ -18,9 +18,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"memindex"
+	"memindex/client"
 	"memindex/consumer"
 	"memindex/internal/natstest"
-	"memindex/query"
 )
 
 // obsConfig is the configuration of a test worker with its HTTP endpoints
@@ -138,7 +138,7 @@ func TestMetricsAfterIngestAndSearch(t *testing.T) {
 	const ns = "zebra-tenant-4711"
 	p := strconv.Itoa(memindex.Partition(ns, partitions))
 	ctx := context.Background()
-	cl := query.NewClient(n.nc)
+	cl := client.NewClient(n.nc)
 	waitApplied := func(msgs int64, dlq uint64) {
 		t.Helper()
 		waitUntil(t, 30*time.Second, fmt.Sprintf("%d messages and %d dead letters applied, vectors done", msgs, dlq), func() bool {

@@ -14,9 +14,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"memindex"
+	"memindex/client"
 	"memindex/consumer"
 	"memindex/internal/natstest"
-	"memindex/query"
 )
 
 func TestParsePartitionSet(t *testing.T) {
@@ -143,7 +143,7 @@ func TestStaticOwnersAnswerEveryNamespaceThroughEitherWorker(t *testing.T) {
 		}
 	}
 	// The Go client goes straight to the partition's holder.
-	c := query.NewClient(b.nc)
+	c := client.NewClient(b.nc)
 	sts, err := c.Status(context.Background(), 2*time.Second)
 	if err != nil || len(sts) != 2 || sts[0].PartitionCount != 16 {
 		t.Fatalf("Status()=%d answers (%v), want 2 with partitionCount 16", len(sts), err)

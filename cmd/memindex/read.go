@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"memindex"
-	"memindex/query"
+	"memindex/client"
 )
 
 func runRead(ctx context.Context, args []string, stdout io.Writer) error {
@@ -38,7 +38,7 @@ func runRead(ctx context.Context, args []string, stdout io.Writer) error {
 	defer nc.Close()
 	ctx, cancel := context.WithTimeout(ctx, conn.timeout)
 	defer cancel()
-	resp, err := query.NewClient(nc).Read(ctx, req)
+	resp, err := client.NewClient(nc).Read(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func runHealth(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer nc.Close()
-	hs, err := query.NewClient(nc).Health(ctx, *wait)
+	hs, err := client.NewClient(nc).Health(ctx, *wait)
 	if err != nil {
 		return err
 	}

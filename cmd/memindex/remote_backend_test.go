@@ -15,20 +15,20 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"memindex"
+	"memindex/client"
 	"memindex/embedder"
 	"memindex/internal/natstest"
-	"memindex/query"
 )
 
-// The remote backend of query.Open (query/backend_remote.go) against real
+// The remote backend of client.Open (client/remote.go) against real
 // workers: Sync, ProbeEmbeddings and ProbeVectors.
 
 // openRemote opens the remote backend on a new connection to s. Each
 // status and health request gathers replies for statusWait.
-func openRemote(t *testing.T, s *server.Server, statusWait time.Duration) query.Manager {
+func openRemote(t *testing.T, s *server.Server, statusWait time.Duration) client.Manager {
 	t.Helper()
-	m, err := query.Open(context.Background(), query.Config{Backend: query.BackendRemote,
-		Remote: query.RemoteConfig{Conn: natstest.Connect(t, s), StatusWait: statusWait, SyncPoll: 20 * time.Millisecond}})
+	m, err := client.Open(context.Background(), client.Config{Backend: client.BackendRemote,
+		Remote: client.RemoteConfig{Conn: natstest.Connect(t, s), StatusWait: statusWait, SyncPoll: 20 * time.Millisecond}})
 	if err != nil {
 		t.Fatalf("Open(remote): %v", err)
 	}
@@ -49,7 +49,7 @@ func staticWorker(t *testing.T, s *server.Server, name string, edit func(*serveC
 }
 
 // searchText searches m for ns and reports whether a hit holds text.
-func searchText(t *testing.T, m query.Manager, ns, text string) bool {
+func searchText(t *testing.T, m client.Manager, ns, text string) bool {
 	t.Helper()
 	resp, err := m.Search(context.Background(), memindex.SearchRequest{Namespace: ns, Query: "marmalade recipe", K: 20})
 	if err != nil {
@@ -83,7 +83,7 @@ func TestRemoteSyncMakesPublishedEventsSearchable(t *testing.T) {
 	for round := 1; round <= 3; round++ {
 		publishRound(t, js, namespaces, round)
 	}
-	if err := m.Sync(ctx, query.SyncRequest{}); err != nil {
+	if err := m.Sync(ctx, client.SyncRequest{}); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
 	for _, ns := range namespaces {
@@ -94,7 +94,7 @@ func TestRemoteSyncMakesPublishedEventsSearchable(t *testing.T) {
 
 	last := publishRound(t, js, namespaces[:1], 4)
 	seq := last[memindex.Partition(namespaces[0], replicaPartitions)]
-	if err := m.Sync(ctx, query.SyncRequest{Seq: seq}); err != nil {
+	if err := m.Sync(ctx, client.SyncRequest{Seq: seq}); err != nil {
 		t.Fatalf("Sync(Seq %d): %v", seq, err)
 	}
 	if !searchText(t, m, namespaces[0], replicaText(namespaces[0], 4)) {
@@ -132,7 +132,7 @@ func TestRemoteSyncFailsWhileAPartitionCannotCatchUp(t *testing.T) {
 	seqStuck := publishRound(t, js, []string{stuck}, 1)[pStuck]
 	seqFree := publishRound(t, js, []string{free}, 1)[memindex.Partition(free, replicaPartitions)]
 
-	for _, req := range []query.SyncRequest{{}, {Seq: seqStuck}, {Seq: seqFree}} {
+	for _, req := range []client.SyncRequest{{}, {Seq: seqStuck}, {Seq: seqFree}} {
 		// Several polls of 0.5 s fit; the last one is cut short.
 		ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
 		err := m.Sync(ctx, req)
@@ -146,7 +146,7 @@ func TestRemoteSyncFailsWhileAPartitionCannotCatchUp(t *testing.T) {
 	w.fence(pStuck, time.Time{}) // no fence: it commits
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := m.Sync(ctx, query.SyncRequest{Seq: seqStuck}); err != nil {
+	if err := m.Sync(ctx, client.SyncRequest{Seq: seqStuck}); err != nil {
 		t.Fatalf("Sync after the fence was lifted: %v", err)
 	}
 	if !searchText(t, m, stuck, replicaText(stuck, 1)) {
@@ -168,7 +168,7 @@ func TestRemoteSyncFailsWhileNoWorkerHoldsAPartition(t *testing.T) {
 	m := openRemote(t, s, 500*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
 	defer cancel()
-	err = m.Sync(ctx, query.SyncRequest{})
+	err = m.Sync(ctx, client.SyncRequest{})
 	if want := "partition 2: no worker reported it"; !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Sync() with partitions 2-3 held by nobody = %v; want the deadline's error naming %q", err, want)
 	}
@@ -190,7 +190,7 @@ func TestRemoteSyncWaitsForEveryReplica(t *testing.T) {
 	publishRound(t, js, namespaces, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := m.Sync(ctx, query.SyncRequest{}); err != nil {
+	if err := m.Sync(ctx, client.SyncRequest{}); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
 	for _, ns := range namespaces {
@@ -212,12 +212,12 @@ func TestRemoteWithoutAWorker(t *testing.T) {
 	defer cancel()
 	calls := map[string]func() error{
 		"Status":          func() error { _, err := m.Status(ctx); return err },
-		"Sync":            func() error { return m.Sync(ctx, query.SyncRequest{}) },
+		"Sync":            func() error { return m.Sync(ctx, client.SyncRequest{}) },
 		"ProbeEmbeddings": func() error { return m.ProbeEmbeddings(ctx) },
 		"ProbeVectors":    func() error { return m.ProbeVectors(ctx) },
 	}
 	for name, call := range calls {
-		if err := call(); !errors.Is(err, query.ErrNoWorker) || errors.Is(err, context.DeadlineExceeded) {
+		if err := call(); !errors.Is(err, client.ErrNoWorker) || errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("%s() with no worker = %v, want ErrNoWorker at once", name, err)
 		}
 	}
@@ -228,7 +228,7 @@ func TestRemoteWithoutAWorker(t *testing.T) {
 		var err error
 		waitUntil(t, 10*time.Second, name+" to see the connection down", func() bool {
 			err = call()
-			return errors.Is(err, query.ErrUnavailable)
+			return errors.Is(err, memindex.ErrUnavailable)
 		})
 		if errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "nats connection is") {
 			t.Errorf("%s() with the connection down = %v, want ErrUnavailable saying so, at once", name, err)
@@ -282,7 +282,7 @@ func TestRemoteProbes(t *testing.T) {
 			return err == nil && len(sts) == 1 && sts[0].Embedder.Breaker == embedder.BreakerOpen
 		})
 		err = m.ProbeEmbeddings(ctx)
-		if !errors.Is(err, query.ErrUnavailable) || !strings.Contains(err.Error(), "down-1") || !strings.Contains(err.Error(), "breaker open") {
+		if !errors.Is(err, memindex.ErrUnavailable) || !strings.Contains(err.Error(), "down-1") || !strings.Contains(err.Error(), "breaker open") {
 			t.Errorf("ProbeEmbeddings() with the provider down = %v; want ErrUnavailable naming worker down-1 and its open breaker", err)
 		}
 		if err := m.ProbeVectors(ctx); err != nil {
@@ -304,7 +304,7 @@ func TestRemoteProbes(t *testing.T) {
 			t.Fatalf("Status() = %+v, %v; want the idle worker, not ready", sts, err)
 		}
 		for name, probe := range map[string]func(context.Context) error{"ProbeEmbeddings": m.ProbeEmbeddings, "ProbeVectors": m.ProbeVectors} {
-			if err := probe(ctx); !errors.Is(err, query.ErrNoWorker) || !strings.Contains(err.Error(), "no ready worker") {
+			if err := probe(ctx); !errors.Is(err, client.ErrNoWorker) || !strings.Contains(err.Error(), "no ready worker") {
 				t.Errorf("%s() with only a worker that is not ready = %v, want ErrNoWorker saying no worker is ready", name, err)
 			}
 		}

@@ -14,9 +14,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"memindex"
+	"memindex/client"
 	"memindex/consumer"
 	"memindex/internal/natstest"
-	"memindex/query"
 	"memindex/store"
 )
 
@@ -287,10 +287,10 @@ func checkHits(t *testing.T, ns string, resp memindex.SearchResponse) {
 }
 
 // checkBalanced sends replicaSearches searches of a namespace of each
-// partition straight to the partition's holders (query.Client with
+// partition straight to the partition's holders (client.Client with
 // UsePartitions) and checks that both holders answered some, and nobody
 // else any.
-func checkBalanced(t *testing.T, c *query.Client, nodes []*node, slots map[int][]string, namespaces []string) {
+func checkBalanced(t *testing.T, c *client.Client, nodes []*node, slots map[int][]string, namespaces []string) {
 	t.Helper()
 	for p := range replicaPartitions {
 		ns := ""
@@ -355,7 +355,7 @@ func TestReplicasHoldEveryPartitionTwiceAndShareItsSearches(t *testing.T) {
 	last := publishRound(t, js, namespaces, 1)
 	checkSameChunks(t, nodes, slots, last, namespaces, 1)
 
-	c := query.NewClient(natstest.Connect(t, s))
+	c := client.NewClient(natstest.Connect(t, s))
 	c.UsePartitions(replicaPartitions)
 	checkBalanced(t, c, nodes, slots, namespaces)
 }
@@ -423,7 +423,7 @@ func TestReplicaGroupReplacesADeadHolder(t *testing.T) {
 	before := slots
 	victim.nc.Close() // it dies: nothing is handed over
 	last = publishRound(t, js, namespaces, 2)
-	c := query.NewClient(natstest.Connect(t, s))
+	c := client.NewClient(natstest.Connect(t, s))
 	c.UsePartitions(replicaPartitions)
 	var answered, retry int
 	i := 0
@@ -431,7 +431,7 @@ func TestReplicaGroupReplacesADeadHolder(t *testing.T) {
 		ns := namespaces[i%len(namespaces)]
 		i++
 		resp, err := c.Search(context.Background(), memindex.SearchRequest{Namespace: ns, Query: "marmalade recipe"})
-		var rerr *query.RemoteError
+		var rerr *client.RemoteError
 		switch {
 		case err == nil:
 			checkHits(t, ns, resp)
@@ -493,7 +493,7 @@ func TestReplicaGroupOfTwoKeepsAnOwnerWhenOneDies(t *testing.T) {
 	}
 	namespaces := testNamespaces(16)
 	last := publishRound(t, js, namespaces, 1)
-	c := query.NewClient(natstest.Connect(t, s))
+	c := client.NewClient(natstest.Connect(t, s))
 	c.UsePartitions(replicaPartitions)
 	for _, ns := range namespaces {
 		p := memindex.Partition(ns, replicaPartitions)

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"memindex"
+	"memindex/client"
 	"memindex/query"
 )
 
@@ -44,9 +45,9 @@ func runSearch(ctx context.Context, args []string, stdout io.Writer) error {
 		return nil
 	})
 	asJSON := fs.Bool("json", false, "print the response as JSON")
-	backend := fs.String("backend", env("MEMINDEX_BACKEND", query.BackendRemote), "where to search: remote (the workers over NATS), local (shard files, read-only), qmd or none (MEMINDEX_BACKEND)")
+	backend := fs.String("backend", env("MEMINDEX_BACKEND", client.BackendRemote), "where to search: remote (the workers over NATS), local (shard files, read-only), qmd or none (MEMINDEX_BACKEND)")
 	localPath := fs.String("local", env("MEMINDEX_LOCAL", ""), "for --backend or --fallback local: a data directory or a shard file (MEMINDEX_LOCAL)")
-	fallback := fs.String("fallback", env("MEMINDEX_FALLBACK", query.BackendNone), "backend that answers when --backend fails: local, qmd or none (MEMINDEX_FALLBACK)")
+	fallback := fs.String("fallback", env("MEMINDEX_FALLBACK", client.BackendNone), "backend that answers when --backend fails: local, qmd or none (MEMINDEX_FALLBACK)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -74,19 +75,19 @@ func runSearch(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-// searchWith answers req through query.Open with the backend and
+// searchWith answers req through client.Open with the backend and
 // fallback the flags chose. A remote backend that cannot connect falls
 // back at once (the response says why), when a fallback is set.
 func searchWith(ctx context.Context, conn *connFlags, req memindex.SearchRequest, backend, fallback, localPath string) (memindex.SearchResponse, error) {
-	cfgFor := func(name string) (query.Config, error) {
-		c := query.Config{Backend: name}
+	cfgFor := func(name string) (client.Config, error) {
+		c := client.Config{Backend: name}
 		switch name {
-		case query.BackendLocal:
+		case client.BackendLocal:
 			if localPath == "" {
 				return c, errors.New("--local PATH is required with local (a data directory or a shard file)")
 			}
-			c.Local.Path = localPath
-		case query.BackendRemote, query.BackendQMD, query.BackendNone:
+			c.Local.Path, c.Local.Opener = localPath, query.Local{}
+		case client.BackendRemote, client.BackendQMD, client.BackendNone:
 		default:
 			return c, fmt.Errorf("%q is not one of remote, local, qmd, none", name)
 		}
@@ -96,7 +97,7 @@ func searchWith(ctx context.Context, conn *connFlags, req memindex.SearchRequest
 	if err != nil {
 		return memindex.SearchResponse{}, fmt.Errorf("--backend: %w", err)
 	}
-	if fallback != "" && fallback != query.BackendNone {
+	if fallback != "" && fallback != client.BackendNone {
 		if fallback == backend {
 			return memindex.SearchResponse{}, fmt.Errorf("--fallback %s is the --backend too: choose another or none", fallback)
 		}
@@ -107,7 +108,7 @@ func searchWith(ctx context.Context, conn *connFlags, req memindex.SearchRequest
 		cfg.Fallback = &fc
 	}
 	var connErr error
-	if backend == query.BackendRemote {
+	if backend == client.BackendRemote {
 		nc, err := conn.connect("memindex search")
 		switch {
 		case err == nil:
@@ -119,14 +120,14 @@ func searchWith(ctx context.Context, conn *connFlags, req memindex.SearchRequest
 			connErr, cfg = err, *cfg.Fallback
 		}
 	}
-	m, err := query.Open(ctx, cfg)
+	m, err := client.Open(ctx, cfg)
 	if err != nil {
 		return memindex.SearchResponse{}, err
 	}
 	defer m.Close(context.WithoutCancel(ctx))
 	resp, err := m.Search(ctx, req)
 	if err == nil && connErr != nil {
-		resp.Fallback = &memindex.FallbackInfo{From: query.BackendRemote, Reason: connErr.Error()}
+		resp.Fallback = &memindex.FallbackInfo{From: client.BackendRemote, Reason: connErr.Error()}
 	}
 	if err != nil && connErr != nil {
 		return resp, fmt.Errorf("%w; fallback %s: %w", connErr, cfg.Backend, err)
@@ -220,7 +221,7 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer nc.Close()
-	sts, err := query.NewClient(nc).Status(ctx, *wait)
+	sts, err := client.NewClient(nc).Status(ctx, *wait)
 	if err != nil {
 		return err
 	}

@@ -32,8 +32,8 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"memindex"
+	"memindex/client"
 	"memindex/consumer"
-	"memindex/query"
 )
 
 // testServeConfig is the worker configuration of testNodeIn on data dir.
@@ -267,7 +267,7 @@ func TestTenantIsolation(t *testing.T) {
 		t.Fatalf("search naming bob on alice's subject: code %q, error %q, body %s; want 400 saying the namespace differs",
 			code, msg.Header.Get(micro.ErrorHeader), msg.Data)
 	}
-	if _, err := query.NewClient(alice).Search(ctx, memindex.SearchRequest{Namespace: "alice", Query: "bicycle cellar", K: 10}); err != nil {
+	if _, err := client.NewClient(alice).Search(ctx, memindex.SearchRequest{Namespace: "alice", Query: "bicycle cellar", K: 10}); err != nil {
 		t.Fatalf("alice's search: %v", err)
 	}
 

@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"memindex"
-	"memindex/query"
+	"memindex/client"
 )
 
 func startCfg(t *testing.T, dir string, dims int) (*node, func()) {
@@ -76,7 +76,7 @@ func TestEmbedderChangeWithoutDowntime(t *testing.T) {
 	if !n2.switching() {
 		t.Fatal("restart with another dimension did not start building a new vector set")
 	}
-	cl := query.NewClient(n2.nc)
+	cl := client.NewClient(n2.nc)
 	var searches, withVectors int
 	var sts []memindex.StatusResponse
 	sawProgress := false

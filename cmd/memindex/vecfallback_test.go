@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"memindex"
-	"memindex/query"
+	"memindex/client"
 )
 
 // vecModeNode starts a worker on data directory dir, with sqlite-vec or
@@ -36,7 +36,7 @@ func TestVectorFallbackReported(t *testing.T) {
 	if err := runPublish(ctx, []string{"--server", n.url, "--namespace", "demo", "-"}, in, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
 		t.Fatalf("publish: %v", err)
 	}
-	cl := query.NewClient(n.nc)
+	cl := client.NewClient(n.nc)
 	waitUntil(t, 20*time.Second, "status to show 2 messages with vectors", func() bool {
 		sts, err := cl.Status(ctx, 200*time.Millisecond)
 		return err == nil && len(sts) == 1 && sts[0].Total().Messages == 2 && sts[0].Total().Chunks > 0 && sts[0].Total().VectorsWaiting == 0
@@ -52,7 +52,7 @@ func TestVectorFallbackReported(t *testing.T) {
 		t.Helper()
 		var r report
 		srv := []string{"--server", n.url}
-		sts, err := query.NewClient(n.nc).Status(ctx, 300*time.Millisecond)
+		sts, err := client.NewClient(n.nc).Status(ctx, 300*time.Millisecond)
 		if err != nil || len(sts) != 1 {
 			t.Fatalf("status: %d answers, %v", len(sts), err)
 		}

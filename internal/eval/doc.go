@@ -9,7 +9,7 @@
 // `memindex eval` prints or encodes as JSON.
 //
 // It must not start nodes, talk NATS, read flags or the environment, or
-// print: cmd/memindex runs the searches (query.Client over NATS) and hands
+// print: cmd/memindex runs the searches (client.Client over NATS) and hands
 // the hits here. The only SQLite it opens is the baseline's own file; it
 // never reads a memindex shard.
 package eval

@@ -1,4 +1,4 @@
-package query
+package client
 
 import (
 	"context"
@@ -64,7 +64,7 @@ func TestQMDBackend(t *testing.T) {
 	if len(resp.Degraded) != 1 || !strings.Contains(resp.Degraded[0], "sessionKey") {
 		t.Fatalf("Degraded %q, want sessionKey named as ignored", resp.Degraded)
 	}
-	if _, err := m.Search(ctx, memindex.SearchRequest{Namespace: "agent-7", Query: "fail"}); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "index is locked") {
+	if _, err := m.Search(ctx, memindex.SearchRequest{Namespace: "agent-7", Query: "fail"}); !errors.Is(err, memindex.ErrUnavailable) || !strings.Contains(err.Error(), "index is locked") {
 		t.Fatalf("Search(failing qmd)=%v, want ErrUnavailable with qmd's stderr", err)
 	}
 	if empty, err := m.Search(ctx, memindex.SearchRequest{Namespace: "agent-7", Query: "nothing"}); err != nil || len(empty.Hits) != 0 || empty.Hits == nil {
@@ -80,7 +80,7 @@ func TestQMDBackend(t *testing.T) {
 	mustTB(t, m.Sync(ctx, SyncRequest{}))
 	missing, err := Open(ctx, Config{Backend: BackendQMD, QMD: QMDConfig{Command: "qmd-not-installed-here"}})
 	mustTB(t, err)
-	if _, err := missing.Search(ctx, memindex.SearchRequest{Namespace: "a", Query: "q"}); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "not found") {
+	if _, err := missing.Search(ctx, memindex.SearchRequest{Namespace: "a", Query: "q"}); !errors.Is(err, memindex.ErrUnavailable) || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("Search(missing qmd)=%v, want ErrUnavailable saying not found", err)
 	}
 }

@@ -1,4 +1,4 @@
-package query
+package client
 
 import (
 	"context"
@@ -38,7 +38,7 @@ type BreakerConfig struct {
 // Validate reports a negative count or cool-down.
 func (c BreakerConfig) Validate() error {
 	if c.Failures < 0 || c.CoolDown < 0 {
-		return fmt.Errorf("query config: breaker.failures and breaker.coolDown must not be negative, got %d and %s", c.Failures, c.CoolDown)
+		return fmt.Errorf("client config: breaker.failures and breaker.coolDown must not be negative, got %d and %s", c.Failures, c.CoolDown)
 	}
 	return nil
 }
@@ -166,7 +166,7 @@ const (
 func classify(ctx context.Context, err error) outcome {
 	switch {
 	case err == nil, ctx.Err() != nil,
-		errors.Is(err, memindex.ErrInvalid), errors.Is(err, memindex.ErrTooLarge), errors.Is(err, ErrNotFound):
+		errors.Is(err, memindex.ErrInvalid), errors.Is(err, memindex.ErrTooLarge), errors.Is(err, memindex.ErrNotFound):
 		return answered
 	case errors.Is(err, ErrUnsupported):
 		return unsupported

@@ -1,4 +1,4 @@
-package query
+package client
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"memindex"
-	"memindex/embedder"
 )
 
 // Backends a Config selects.
@@ -61,7 +60,7 @@ type SyncRequest struct {
 }
 
 // Config selects and configures a Manager's backend. It is plain data
-// (but for Remote.Conn, Local.Embedder and Breaker.Now) so that a Cache can
+// (but for Remote.Conn, Local.Opener and Breaker.Now) so that a Cache can
 // key managers by its JSON form.
 type Config struct {
 	// Backend is one of BackendRemote, BackendLocal, BackendQMD,
@@ -92,7 +91,9 @@ type RemoteConfig struct {
 	SyncPoll time.Duration `json:"syncPoll,omitempty"`
 }
 
-// LocalConfig configures the local backend (backend_local.go).
+// LocalConfig configures the local backend: shard files opened read-only
+// in process. Reading them takes cgo SQLite, which this package must not
+// compile in, so Opener opens them: query.Local is the one memindex has.
 type LocalConfig struct {
 	// Path is a data directory (holding shards/, as `memindex serve
 	// --data` makes it), a shards directory of p<N>.db files, or one shard
@@ -102,13 +103,19 @@ type LocalConfig struct {
 	NoSqliteVec bool `json:"noSqliteVec,omitempty"`
 	// KeywordOnly runs every search keyword-only: queries are not embedded.
 	KeywordOnly bool `json:"keywordOnly,omitempty"`
-	// Embedder embeds queries; it must be of the vector space the shards
-	// record. Nil: the built-in embedder when the shards were built with
-	// it, else searches run keyword-only and say so.
-	Embedder embedder.Embedder `json:"-"`
+	// Opener opens the backend (required): query.Local{} (its Embedder
+	// field chooses the query embedder).
+	Opener LocalOpener `json:"-"`
 }
 
-// QMDConfig configures the qmd backend (backend_qmd.go).
+// LocalOpener opens the local backend for cfg. It enters a CacheKey by
+// its type and its %v form, so give it a String method that names what
+// tells two openers apart (query.Local names its embedder).
+type LocalOpener interface {
+	OpenLocal(ctx context.Context, cfg LocalConfig) (Manager, error)
+}
+
+// QMDConfig configures the qmd backend (qmd.go).
 type QMDConfig struct {
 	// Command is the qmd executable, a path or a name looked up on PATH
 	// (default "qmd").
@@ -127,31 +134,34 @@ func (c Config) Validate() error {
 	switch c.Backend {
 	case BackendRemote:
 		if c.Remote.Conn == nil && c.Remote.URL == "" {
-			return errors.New("query config: remote backend needs remote.url (a NATS URL) or remote.Conn")
+			return errors.New("client config: remote backend needs remote.url (a NATS URL) or remote.Conn")
 		}
 	case BackendLocal:
 		if c.Local.Path == "" {
-			return errors.New("query config: local backend needs local.path (a data directory or a shard file)")
+			return errors.New("client config: local backend needs local.path (a data directory or a shard file)")
+		}
+		if c.Local.Opener == nil {
+			return errors.New("client config: local backend needs local.Opener (query.Local{}: reading shards takes cgo SQLite, which package client does not compile in)")
 		}
 	case BackendQMD:
 		if c.QMD.Timeout < 0 {
-			return fmt.Errorf("query config: qmd.timeout must not be negative, got %s", c.QMD.Timeout)
+			return fmt.Errorf("client config: qmd.timeout must not be negative, got %s", c.QMD.Timeout)
 		}
 	case BackendNone:
 	case "":
-		return errors.New("query config: backend is required: remote, local, qmd or none")
+		return errors.New("client config: backend is required: remote, local, qmd or none")
 	default:
-		return fmt.Errorf("query config: backend %q is not one of remote, local, qmd, none", c.Backend)
+		return fmt.Errorf("client config: backend %q is not one of remote, local, qmd, none", c.Backend)
 	}
 	if c.Remote.StatusWait < 0 || c.Remote.SyncPoll < 0 {
-		return errors.New("query config: remote.statusWait and remote.syncPoll must not be negative")
+		return errors.New("client config: remote.statusWait and remote.syncPoll must not be negative")
 	}
 	if err := c.Breaker.Validate(); err != nil {
 		return err
 	}
 	if c.Fallback != nil {
 		if c.Fallback.Backend == c.Backend {
-			return fmt.Errorf("query config: fallback backend %q is the primary's; choose another or none", c.Backend)
+			return fmt.Errorf("client config: fallback backend %q is the primary's; choose another or none", c.Backend)
 		}
 		if err := c.Fallback.Validate(); err != nil {
 			return fmt.Errorf("fallback: %w", err)
@@ -179,7 +189,7 @@ func openBackend(ctx context.Context, cfg Config) (Manager, error) {
 	case BackendRemote:
 		return openRemote(cfg.Remote)
 	case BackendLocal:
-		return openLocal(ctx, cfg.Local)
+		return cfg.Local.Opener.OpenLocal(ctx, cfg.Local)
 	case BackendQMD:
 		return openQMD(cfg.QMD)
 	}

@@ -1,4 +1,4 @@
-package query
+package client
 
 import (
 	"context"
@@ -44,13 +44,13 @@ func openRemote(cfg RemoteConfig) (*remote, error) {
 	return r, nil
 }
 
-// connected fails fast, wrapping ErrUnavailable, when the connection is
+// connected fails fast, wrapping memindex.ErrUnavailable, when the connection is
 // not up: a request would wait for the reconnect or its timeout.
 func (r *remote) connected(op string) error {
 	if r.nc.IsConnected() {
 		return nil
 	}
-	return fmt.Errorf("%s: nats connection is %s: %w", op, strings.ToLower(r.nc.Status().String()), ErrUnavailable)
+	return fmt.Errorf("%s: nats connection is %s: %w", op, strings.ToLower(r.nc.Status().String()), memindex.ErrUnavailable)
 }
 
 func (r *remote) Search(ctx context.Context, req memindex.SearchRequest) (memindex.SearchResponse, error) {
@@ -96,7 +96,7 @@ func (r *remote) Status(ctx context.Context) ([]memindex.StatusResponse, error) 
 // whose status carries an error must read as caught up on two polls in a
 // row: a worker that cannot read its consumer's counts (it recreates the
 // consumer after an error) reports nothing pending. Sync fails at once,
-// wrapping ErrNoWorker or ErrUnavailable, when nothing subscribes to the
+// wrapping ErrNoWorker or memindex.ErrUnavailable, when nothing subscribes to the
 // status subject or the connection is down, as Search does: polling would
 // only hide it until the deadline. When ctx ends first the error wraps
 // ctx's and says what was still behind.
@@ -120,7 +120,7 @@ func (r *remote) Sync(ctx context.Context, req SyncRequest) error {
 		case err == nil:
 			return nil
 		case ctx.Err() != nil: // the status was cut short; keep the last reason
-		case errors.Is(err, ErrNoWorker), errors.Is(err, ErrUnavailable):
+		case errors.Is(err, ErrNoWorker), errors.Is(err, memindex.ErrUnavailable):
 			return fmt.Errorf("sync: %w", err)
 		default:
 			last = err
@@ -212,7 +212,7 @@ func (r *remote) ProbeEmbeddings(ctx context.Context) error {
 		}
 		why = append(why, h.Worker+": "+h.Embeddings)
 	}
-	return fmt.Errorf("probe embeddings: %s: %w", strings.Join(why, "; "), ErrUnavailable)
+	return fmt.Errorf("probe embeddings: %s: %w", strings.Join(why, "; "), memindex.ErrUnavailable)
 }
 
 // ProbeVectors is nil when a ready worker answers: its vector search

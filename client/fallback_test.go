@@ -1,4 +1,4 @@
-package query
+package client
 
 import (
 	"context"
@@ -10,26 +10,6 @@ import (
 
 	"memindex"
 )
-
-// fakeClock is an injected clock that moves only when told.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // TestBreakerStates walks the breaker through its states with an injected
 // clock: each step advances the clock, asks allow, reports the call's
@@ -245,40 +225,5 @@ func TestFallbackAnnotatesAndRecovers(t *testing.T) {
 	fb.setErr(errors.New("disk gone"))
 	if _, err := f.Search(ctx, req); err == nil || !strings.Contains(err.Error(), "remote failed") || !strings.Contains(err.Error(), "disk gone") {
 		t.Fatalf("Search() with both down = %v, want an error naming both", err)
-	}
-}
-
-// TestFallbackOpensLazily: the fallback is opened on first need only, and
-// a primary that cannot be opened sends everything to it with the reason.
-func TestFallbackOpensLazily(t *testing.T) {
-	ctx := context.Background()
-	dir := writeTestShards(t)
-	m, err := Open(ctx, Config{Backend: BackendLocal, Local: LocalConfig{Path: dir},
-		Fallback: &Config{Backend: BackendLocal + "x"}})
-	if err == nil {
-		m.Close(ctx)
-		t.Fatal("Open with an unknown fallback backend succeeded, want a config error")
-	}
-	m, err = Open(ctx, Config{Backend: BackendLocal, Local: LocalConfig{Path: dir}, Fallback: &Config{Backend: BackendNone}})
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	defer m.Close(ctx)
-	f := m.(*fallback)
-	if _, err := m.Search(ctx, memindex.SearchRequest{Namespace: "agent-7", Query: "Lisbon"}); err != nil {
-		t.Fatalf("Search: %v", err)
-	}
-	if f.fb != nil {
-		t.Fatal("the fallback was opened although the primary answered")
-	}
-	bad, err := Open(ctx, Config{Backend: BackendLocal, Local: LocalConfig{Path: t.TempDir()},
-		Fallback: &Config{Backend: BackendQMD, QMD: QMDConfig{Command: standInQMD(t)}}})
-	if err != nil {
-		t.Fatalf("Open with a primary that cannot open: %v, want the fallback to serve", err)
-	}
-	defer bad.Close(ctx)
-	resp, err := bad.Search(ctx, memindex.SearchRequest{Namespace: "agent-7", Query: "Lisbon"})
-	if err != nil || resp.Backend != BackendQMD || resp.Fallback == nil || !strings.Contains(resp.Fallback.Reason, "could not be opened") {
-		t.Fatalf("Search()=%+v, %v, want qmd answering for local that could not be opened", resp.Fallback, err)
 	}
 }

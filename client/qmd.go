@@ -1,4 +1,4 @@
-package query
+package client
 
 import (
 	"bytes"
@@ -53,7 +53,7 @@ func openQMD(cfg QMDConfig) (*qmd, error) {
 
 // run runs qmd with args and returns its standard output. A missing
 // executable, a non-zero exit (with its standard error) and a timeout are
-// errors wrapping ErrUnavailable.
+// errors wrapping memindex.ErrUnavailable.
 func (q *qmd) run(ctx context.Context, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, q.cfg.Timeout)
 	defer cancel()
@@ -63,15 +63,15 @@ func (q *qmd) run(ctx context.Context, args ...string) ([]byte, error) {
 	err := cmd.Run()
 	switch {
 	case errors.Is(err, exec.ErrNotFound):
-		return nil, fmt.Errorf("qmd backend: %q not found on PATH: install QMD (npm install -g @tobilu/qmd) or set qmd.command: %w", q.cfg.Command, ErrUnavailable)
+		return nil, fmt.Errorf("qmd backend: %q not found on PATH: install QMD (npm install -g @tobilu/qmd) or set qmd.command: %w", q.cfg.Command, memindex.ErrUnavailable)
 	case ctx.Err() != nil && err != nil:
-		return nil, fmt.Errorf("qmd backend: %s %s: %w after %s: %w", q.cfg.Command, args[0], ctx.Err(), q.cfg.Timeout, ErrUnavailable)
+		return nil, fmt.Errorf("qmd backend: %s %s: %w after %s: %w", q.cfg.Command, args[0], ctx.Err(), q.cfg.Timeout, memindex.ErrUnavailable)
 	case err != nil:
 		msg := strings.TrimSpace(stderr.String())
 		if len(msg) > 500 {
 			msg = msg[:500] + "..."
 		}
-		return nil, fmt.Errorf("qmd backend: %s %s: %v: %s: %w", q.cfg.Command, args[0], err, msg, ErrUnavailable)
+		return nil, fmt.Errorf("qmd backend: %s %s: %v: %s: %w", q.cfg.Command, args[0], err, msg, memindex.ErrUnavailable)
 	}
 	return stdout.Bytes(), nil
 }
@@ -235,7 +235,7 @@ func (q *qmd) Read(ctx context.Context, req memindex.ReadRequest) (memindex.Read
 func (q *qmd) Status(context.Context) ([]memindex.StatusResponse, error) {
 	st := memindex.StatusResponse{Type: "status", Version: 1, Worker: "qmd:" + q.cfg.Command, Backend: BackendQMD, Partitions: []memindex.PartitionStatus{}}
 	if _, err := exec.LookPath(q.cfg.Command); err != nil {
-		return nil, fmt.Errorf("status: qmd backend: %q not found: %w", q.cfg.Command, ErrUnavailable)
+		return nil, fmt.Errorf("status: qmd backend: %q not found: %w", q.cfg.Command, memindex.ErrUnavailable)
 	}
 	st.Ready = true
 	return []memindex.StatusResponse{st}, nil

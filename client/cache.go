@@ -1,4 +1,4 @@
-package query
+package client
 
 import (
 	"context"
@@ -15,8 +15,9 @@ import (
 // CacheKey returns the key a Cache files cfg under: the sha256 of cfg's
 // JSON with every object's keys sorted (a round trip through map[string]any),
 // so two configurations that say the same thing share a key whatever order
-// their keys came in. The values that are not data (Remote.Conn,
-// Local.Embedder, Breaker.Now, at every fallback level) enter by identity.
+// their keys came in. The values that are not data (Remote.Conn and
+// Breaker.Now at every fallback level) enter by identity, Local.Opener by
+// its type and %v form (query.Local names its embedder there).
 func CacheKey(cfg Config) (string, error) {
 	raw, err := json.Marshal(cfg)
 	if err != nil {
@@ -33,10 +34,7 @@ func CacheKey(cfg Config) (string, error) {
 	h := sha256.New()
 	h.Write(canon)
 	for c := &cfg; c != nil; c = c.Fallback {
-		fmt.Fprintf(h, "|%p|%v|%p", c.Remote.Conn, c.Local.Embedder != nil, c.Breaker.Now)
-		if c.Local.Embedder != nil {
-			fmt.Fprintf(h, "|%T:%v", c.Local.Embedder, c.Local.Embedder.Info())
-		}
+		fmt.Fprintf(h, "|%p|%p|%T:%v", c.Remote.Conn, c.Breaker.Now, c.Local.Opener, c.Local.Opener)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

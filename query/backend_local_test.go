@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"memindex"
+	"memindex/client"
 	"memindex/embedder"
 	"memindex/store"
 )
@@ -70,7 +71,7 @@ func TestLocalBackend(t *testing.T) {
 	ctx := context.Background()
 	data := writeTestShards(t)
 	for _, path := range []string{data, filepath.Join(data, "shards"), filepath.Join(data, "shards", "p0.db")} {
-		m, err := Open(ctx, Config{Backend: BackendLocal, Local: LocalConfig{Path: path}})
+		m, err := client.Open(ctx, client.Config{Backend: client.BackendLocal, Local: client.LocalConfig{Path: path, Opener: Local{}}})
 		if err != nil {
 			t.Fatalf("Open(local %s): %v", path, err)
 		}
@@ -78,26 +79,26 @@ func TestLocalBackend(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: Search: %v", path, err)
 		}
-		if resp.Backend != BackendLocal || !resp.Legs.Vector.Answered || !resp.Legs.Keyword.Answered || len(resp.Hits) == 0 || !strings.Contains(resp.Hits[0].Text, "Lisbon") {
+		if resp.Backend != client.BackendLocal || !resp.Legs.Vector.Answered || !resp.Legs.Keyword.Answered || len(resp.Hits) == 0 || !strings.Contains(resp.Hits[0].Text, "Lisbon") {
 			t.Fatalf("%s: Search()=backend %q legs %+v hits %+v, want local, both legs, Lisbon first", path, resp.Backend, resp.Legs, resp.Hits)
 		}
 		if err := m.ProbeEmbeddings(ctx); err != nil {
 			t.Fatalf("%s: ProbeEmbeddings: %v", path, err)
 		}
 		sts, err := m.Status(ctx)
-		if err != nil || len(sts) != 1 || sts[0].Backend != BackendLocal || len(sts[0].Partitions) != 1 || sts[0].Partitions[0].Chunks != 3 {
+		if err != nil || len(sts) != 1 || sts[0].Backend != client.BackendLocal || len(sts[0].Partitions) != 1 || sts[0].Partitions[0].Chunks != 3 {
 			t.Fatalf("%s: Status()=%+v, %v, want one local status with 3 chunks", path, sts, err)
 		}
 		mustTB(t, m.Close(ctx))
 	}
 
-	m, err := Open(ctx, Config{Backend: BackendLocal, Local: LocalConfig{Path: data}})
+	m, err := client.Open(ctx, client.Config{Backend: client.BackendLocal, Local: client.LocalConfig{Path: data, Opener: Local{}}})
 	mustTB(t, err)
 	defer m.Close(ctx)
 	w := openTestShard(t, filepath.Join(data, "shards", "p0.db"))
 	defer w.Close(ctx)
 	applyTexts(t, w, 2, "The lighthouse keeper feeds seven cats.")
-	mustTB(t, m.Sync(ctx, SyncRequest{}))
+	mustTB(t, m.Sync(ctx, client.SyncRequest{}))
 	resp, err := m.Search(ctx, memindex.SearchRequest{Namespace: "agent-7", Query: "lighthouse cats"})
 	if err != nil || len(resp.Hits) == 0 || !strings.Contains(resp.Hits[0].Text, "lighthouse") || resp.AppliedSeq != 2 {
 		t.Fatalf("Search after Sync = %+v, %v, want the new record first at applied seq 2", resp.Hits, err)
@@ -109,7 +110,7 @@ func TestLocalBackend(t *testing.T) {
 func TestLocalBackendKeywordOnly(t *testing.T) {
 	ctx := context.Background()
 	data := writeTestShards(t)
-	m, err := Open(ctx, Config{Backend: BackendLocal, Local: LocalConfig{Path: data, KeywordOnly: true}})
+	m, err := client.Open(ctx, client.Config{Backend: client.BackendLocal, Local: client.LocalConfig{Path: data, KeywordOnly: true, Opener: Local{}}})
 	mustTB(t, err)
 	defer m.Close(ctx)
 	resp, err := m.Search(ctx, memindex.SearchRequest{Namespace: "agent-7", Query: "Lisbon"})
@@ -119,26 +120,7 @@ func TestLocalBackendKeywordOnly(t *testing.T) {
 	if err := m.ProbeVectors(ctx); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("ProbeVectors()=%v, want ErrUnavailable", err)
 	}
-	if _, err := Open(ctx, Config{Backend: BackendLocal, Local: LocalConfig{Path: t.TempDir()}}); err == nil || !strings.Contains(err.Error(), "no shard files") {
+	if _, err := client.Open(ctx, client.Config{Backend: client.BackendLocal, Local: client.LocalConfig{Path: t.TempDir(), Opener: Local{}}}); err == nil || !strings.Contains(err.Error(), "no shard files") {
 		t.Fatalf("Open(empty dir)=%v, want an error saying no shard files", err)
-	}
-}
-
-// TestNoneBackend: every call fails with ErrNoBackend.
-func TestNoneBackend(t *testing.T) {
-	ctx := context.Background()
-	m, err := Open(ctx, Config{Backend: BackendNone})
-	mustTB(t, err)
-	if _, err := m.Search(ctx, memindex.SearchRequest{Namespace: "a", Query: "q"}); !errors.Is(err, ErrNoBackend) {
-		t.Fatalf("Search()=%v, want ErrNoBackend", err)
-	}
-	if _, err := m.Status(ctx); !errors.Is(err, ErrNoBackend) {
-		t.Fatalf("Status()=%v, want ErrNoBackend", err)
-	}
-	if err := m.ProbeVectors(ctx); !errors.Is(err, ErrNoBackend) {
-		t.Fatalf("ProbeVectors()=%v, want ErrNoBackend", err)
-	}
-	if _, err := Open(ctx, Config{}); err == nil || !strings.Contains(err.Error(), "backend is required") {
-		t.Fatalf("Open(no backend)=%v, want an error naming backend", err)
 	}
 }

@@ -1,0 +1,19 @@
+package client
+
+// Exported for the tests of package client_test, which run a real worker
+// and real shards (package query and store import this package).
+
+// StandInQMD installs the stand-in qmd executable (qmd_test.go).
+var StandInQMD = standInQMD
+
+// Shared returns the manager a Cache handle shares with the other holders.
+func Shared(m Manager) Manager { return m.(*cached).Manager }
+
+// FallbackOpened reports whether a fallback wrapper has opened its
+// fallback.
+func FallbackOpened(m Manager) bool {
+	f := m.(*fallback)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fb != nil
+}
