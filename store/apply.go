@@ -120,6 +120,7 @@ type writer struct {
 	bound  map[*sql.Stmt]*sql.Stmt
 	buf    []byte // vector encoding scratch; the driver copies bound blobs
 	ops    []indexOp
+	kwOps  []kwOp // keyword index changes (kwindex.go)
 	stats  ApplyStats
 	// nsDelta is the change of each namespace's chunk count.
 	nsDelta map[string]int64
@@ -282,6 +283,7 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 		return ApplyStats{}, fmt.Errorf("commit: %w", err)
 	}
 	s.index.apply(w.ops)
+	s.applyKeywordIndex(w.kwOps)
 	s.sizes.add(w.nsDelta)
 	s.speakers.add(b.Messages)
 	return w.stats, nil
@@ -385,6 +387,7 @@ func (w *writer) dropChunkIndexes(ns string, d deletedChunk) error {
 	if _, err := w.st(w.ws.ftsDelete).ExecContext(w.ctx, d.rowid, d.text, nsToken(ns), d.words, d.ctx, d.sk); err != nil {
 		return fmt.Errorf("fts delete: %w", err)
 	}
+	w.kwOps = append(w.kwOps, kwOp{doc: kwDoc{rowid: d.rowid, ns: ns, body: d.text, words: d.words.String, ctx: d.ctx}})
 	if d.hasVector {
 		if _, err := w.st(w.ws.vecDelete).ExecContext(w.ctx, d.rowid); err != nil {
 			return fmt.Errorf("vec delete: %w", err)
@@ -498,6 +501,10 @@ func (w *writer) insertChunk(c *Chunk) error {
 	if _, err := w.st(w.ws.ftsInsert).ExecContext(w.ctx, rowid, fi.body, nsToken(c.Namespace), fi.words, cbody, skToken(c.SessionKey)); err != nil {
 		return fmt.Errorf("fts insert: %w", err)
 	}
+	words, _ := fi.words.(string)
+	w.kwOps = append(w.kwOps, kwOp{add: true, doc: kwDoc{rowid: rowid, ns: c.Namespace, sessionKey: c.SessionKey,
+		sessionID: c.SessionID, source: c.Source, dirPath: c.DirPath, tsStart: nanos(c.TimeStart), tsEnd: nanos(c.TimeEnd),
+		head: c.Text, body: fi.body, words: words, ctx: cbody}})
 	w.stats.ChunksInserted++
 	w.nsDelta[c.Namespace]++
 	if c.Vector != nil {

@@ -52,7 +52,22 @@ func (s *Shard) KeywordSearch(ctx context.Context, ns, text string, f Filter, li
 	}
 	// The speakers the query names, before pruning drops their names as
 	// common terms (a speaker is on half of a chat's lines).
-	boost, boostArgs := speakerCase(s.speakers.named(ns, text, terms))
+	names := s.speakers.named(ns, text, terms)
+	if kw := s.kw.Load(); kw != nil {
+		out, err := s.keywordIndexed(ctx, kw, ns, terms, names, f, limit)
+		var why kwUnsupported
+		if !errors.As(err, &why) {
+			return out, err
+		}
+	}
+	return s.keywordFTS(ctx, ns, terms, names, f, limit)
+}
+
+// keywordFTS is KeywordSearch ranked by FTS5 (the keyword index cannot
+// rank the query exactly, or it is off): common terms are pruned to the
+// row budget (prune.go).
+func (s *Shard) keywordFTS(ctx context.Context, ns string, terms, names []string, f Filter, limit int) ([]Candidate, error) {
+	boost, boostArgs := speakerCase(names)
 	terms, matching, err := s.df.prune(ctx, s.r, terms, s.sizes.shardTotal())
 	if err != nil {
 		return nil, fmt.Errorf("keyword search: %w", err)
@@ -96,15 +111,7 @@ func (s *Shard) KeywordSearch(ctx context.Context, ns, text string, f Filter, li
 		if err := rows.Scan(dst...); err != nil {
 			return nil, fmt.Errorf("keyword search: %w", err)
 		}
-		sn := ""
-		if cjk && hasCJK(text) {
-			sn = cjkSnippet(text, terms)
-		}
-		if sn != "" {
-			c.Snippet = sn
-		} else if strings.Contains(c.Snippet, wordSep) {
-			c.Snippet = strings.ReplaceAll(c.Snippet, wordSep, "") // CJK word separators
-		}
+		c.Snippet = finishSnippet(c.Snippet, text, cjk, terms)
 		c.Score = keywordScore(rank)
 		c.Rank = len(out) + 1
 		out = append(out, c)
@@ -113,6 +120,21 @@ func (s *Shard) KeywordSearch(ctx context.Context, ns, text string, f Filter, li
 		return nil, fmt.Errorf("keyword search: %w", err)
 	}
 	return out, partial
+}
+
+// finishSnippet returns the snippet of a hit: for a query with CJK terms
+// and a chunk with CJK text, cut from the text by cjkSnippet; else FTS5's,
+// without the CJK word separators of the index form.
+func finishSnippet(fts, text string, cjk bool, terms []string) string {
+	if cjk && hasCJK(text) {
+		if sn := cjkSnippet(text, terms); sn != "" {
+			return sn
+		}
+	}
+	if strings.Contains(fts, wordSep) {
+		return strings.ReplaceAll(fts, wordSep, "")
+	}
+	return fts
 }
 
 // newestWindow returns the rowid of the n-th newest chunk of namespace ns

@@ -27,6 +27,9 @@ func TestKeywordSearchDropsTermsTooCommonToRank(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.df.budget = 10
+	// Pruning is the FTS5 path's, taken when the keyword index cannot rank
+	// a query (or is off); the index ranks every term (below).
+	kw := s.kw.Swap(nil)
 	tests := []struct {
 		name  string
 		terms []string
@@ -70,6 +73,17 @@ func TestKeywordSearchDropsTermsTooCommonToRank(t *testing.T) {
 			t.Fatalf("KeywordSearch(common) ranked %s, want only the newest chunks", c.ID)
 		}
 	}
+	// With the keyword index: every term ranked, every match, no partial
+	// answer.
+	s.kw.Store(kw)
+	got, err = s.KeywordSearch(ctx, "ns", "common", Filter{}, 50)
+	if err != nil || len(got) != 50 {
+		t.Fatalf("indexed KeywordSearch(common) = %d hits, %v; want all 50 and no error", len(got), err)
+	}
+	got, err = s.KeywordSearch(ctx, "ns", "common needle", Filter{}, 5)
+	if err != nil || len(got) != 5 || got[0].ID != "c7" {
+		t.Fatalf("indexed KeywordSearch(common needle) = %v, %v; want c7 first of 5", got, err)
+	}
 }
 
 // TestKeywordWindowIsPerNamespace: a namespace whose matches are old and
@@ -92,6 +106,7 @@ func TestKeywordWindowIsPerNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.df.budget = 10
+	s.kw.Store(nil) // windows are the FTS5 path's (prune.go)
 	got, err := s.KeywordSearch(ctx, "small", "common", Filter{}, 10)
 	if err != nil {
 		t.Fatalf("KeywordSearch(small, common) error = %v, want none: all 5 matches were ranked", err)

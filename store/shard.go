@@ -95,6 +95,9 @@ type Shard struct {
 	r     *sql.DB // readers, query_only
 	ws    *writeStmts
 	index *vectorIndex
+	// kw is the keyword index (kwindex.go); nil when it failed to follow a
+	// commit, and then FTS5 ranks every keyword search.
+	kw    atomic.Pointer[kwIndex]
 	sizes *nsSizes
 	df    *termDF
 	// speakers are the speaker names of each namespace (speakers.go).
@@ -216,6 +219,9 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	}
 	if err := s.speakers.load(ctx, s.r); err != nil {
 		return nil, fmt.Errorf("load speakers: %w", err)
+	}
+	if err := s.loadKeywordIndex(ctx); err != nil {
+		return nil, err
 	}
 	if err := s.loadIndex(ctx); err != nil {
 		if s.vec.Load().plain() || errors.Is(err, ErrDims) || ctx.Err() != nil {
@@ -486,6 +492,9 @@ func openReadOnly(ctx context.Context, path string, cfg Config) (_ *Shard, err e
 	}
 	if err := s.speakers.load(ctx, s.r); err != nil {
 		return nil, fmt.Errorf("load speakers: %w", err)
+	}
+	if err := s.loadKeywordIndex(ctx); err != nil {
+		return nil, err
 	}
 	if err := s.loadIndex(ctx); err != nil {
 		return nil, fmt.Errorf("load vectors: %w", err)

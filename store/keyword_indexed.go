@@ -1,0 +1,116 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// loadKeywordIndex builds the keyword index from the shard's chunks (at
+// Open, before any write).
+func (s *Shard) loadKeywordIndex(ctx context.Context) error {
+	start := time.Now()
+	kw := newKWIndex()
+	if err := kw.load(ctx, s.r); err != nil {
+		return fmt.Errorf("load keyword index: %w", err)
+	}
+	s.kw.Store(kw)
+	if d := time.Since(start); d > time.Second {
+		slog.Info("keyword index loaded", "shard", s.path, "rows", kw.rows, "took", d.Round(time.Millisecond))
+	}
+	return nil
+}
+
+// applyKeywordIndex makes a committed batch's FTS changes in the keyword
+// index. Should that fail (the tokenizer out of memory), the index is
+// dropped and FTS5 ranks every keyword search from then on: slower, never
+// wrong.
+func (s *Shard) applyKeywordIndex(ops []kwOp) {
+	kw := s.kw.Load()
+	if kw == nil || len(ops) == 0 {
+		return
+	}
+	if err := kw.apply(ops); err != nil {
+		s.kw.Store(nil)
+		slog.Error("keyword index dropped: FTS5 ranks keyword searches of this shard until it is opened again", "shard", s.path, "err", err)
+	}
+}
+
+// keywordIndexed is KeywordSearch ranked by the keyword index: every term,
+// no pruning, exactly FTS5's BM25 (kwindex.go); the chunk ids and snippets
+// of the top limit rows come from chunks and FTS5. It returns a
+// kwUnsupported error when the index cannot rank the query exactly.
+func (s *Shard) keywordIndexed(ctx context.Context, kw *kwIndex, ns string, terms, names []string, f Filter, limit int) ([]Candidate, error) {
+	for _, n := range names {
+		if len(n) > speakerHeadMax || strings.Contains(n, ": ") {
+			return nil, kwUnsupported(fmt.Sprintf("speaker %q", n))
+		}
+	}
+	tok, err := getTokenizer()
+	if err != nil {
+		return nil, kwUnsupported(err.Error())
+	}
+	defer putTokenizer(tok)
+	phrases, toks, err := kw.phrases(tok, terms)
+	if err != nil {
+		return nil, err
+	}
+	hits := kw.search(kwQuery{ns: ns, phrases: phrases, filter: f, speakers: names, limit: limit})
+	if len(hits) == 0 {
+		return nil, nil
+	}
+	return s.hydrateKeyword(ctx, tok, hits, terms, toks)
+}
+
+// hydrateKeyword reads the chunk ids of hits (best first) and cuts their
+// snippets as FTS5's snippet() would (ftsSnippet), from one lookup of the
+// rows by rowid. A row deleted since the index ranked it is left out.
+func (s *Shard) hydrateKeyword(ctx context.Context, tok *ftsTokenizer, hits []kwHit, terms, toks []string) ([]Candidate, error) {
+	cjk := hasCJKTerm(terms)
+	col := `''`
+	if cjk {
+		col = `c.text`
+	}
+	q := `SELECT c.rowid, c.id, c.fts_body, ` + col + ` FROM chunks c WHERE c.rowid IN (` + placeholders(len(hits)) + `)`
+	args := make([]any, len(hits))
+	for i, h := range hits {
+		args[i] = h.rowid
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("keyword search: %w", err)
+	}
+	defer rows.Close()
+	type found struct{ id, snippet string }
+	got := make(map[int64]found, len(hits))
+	for rows.Next() {
+		var rowid int64
+		var fd found
+		var body, text string
+		if err := rows.Scan(&rowid, &fd.id, &body, &text); err != nil {
+			return nil, fmt.Errorf("keyword search: %w", err)
+		}
+		sn := ""
+		if !cjk || !hasCJK(text) { // else cjkSnippet cuts it from the text
+			if sn, err = ftsSnippet(tok, body, toks, snippetOpen, snippetClose, snippetEllips, snippetTokens); err != nil {
+				return nil, fmt.Errorf("keyword search: %w", err)
+			}
+		}
+		fd.snippet = finishSnippet(sn, text, cjk, terms)
+		got[rowid] = fd
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("keyword search: %w", err)
+	}
+	out := make([]Candidate, 0, len(hits))
+	for _, h := range hits {
+		fd, ok := got[h.rowid]
+		if !ok {
+			continue
+		}
+		out = append(out, Candidate{ID: fd.id, Score: keywordScore(-h.score), Rank: len(out) + 1, Snippet: fd.snippet})
+	}
+	return out, nil
+}

@@ -1,0 +1,777 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"unique"
+)
+
+// The keyword index: an in-memory inverted index of chunks_fts, so that a
+// keyword search ranks the top k by exactly the BM25 that FTS5's rank
+// computes without scoring every row that matches one of its terms.
+//
+// FTS5 stays the durable copy and the tokenizer of record: the index holds
+// the tokens FTS5's own tokenizer makes of the very column values chunks_fts
+// indexes (fts5tok.go), and the statistics FTS5's bm25() reads — rows in
+// the table, tokens in every column of every row, rows that hold a token in
+// a searched column. It is loaded at Open and updated after every commit
+// that changes chunks_fts, in commit order (under writeMu, like the vector
+// index). Snippets and chunk ids of the hits still come from FTS5 and
+// chunks, for the top k rows only.
+//
+// The ranking (FTS5's fts5Bm25Function, fts5_aux.c) for the MATCH that
+// KeywordSearch builds — phrases p = the query's terms, in the columns
+// {fts_body fts_words fts_ctx}, weights 1, 1 and 0.5 (migration 0007):
+//
+//	idf(p)   = ln((N - n(p) + 0.5) / (n(p) + 0.5)), at least 1e-6
+//	f(p,d)   = Σ over p's instances in d of its column's weight
+//	score(d) = Σ_p idf(p) · f(p,d)·(k1+1) / (f(p,d) + k1·(1 - b + b·|d|/avgdl))
+//
+// with N the rows of the table, n(p) the rows that hold p in a searched
+// column, |d| the tokens of every column of d (namespace and session key
+// tokens included) and avgdl their mean; k1 = 1.2, b = 0.75. The speaker
+// boost multiplies it (speakers.go). The ns and sk phrases KeywordSearch
+// ANDs in weigh 0 and add nothing; the index confines a search by its maps
+// instead.
+
+// BM25 constants of FTS5's bm25().
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+// maxF2 is the largest weighted frequency (in half units) a posting
+// stores; a row with more instances of one token marks the token's
+// posting inexact, and a query with that term is ranked by FTS5.
+const maxF2 = math.MaxUint16
+
+// kwIndex is the keyword index of one shard (see above). Spaces are per
+// namespace and session key: a search within one session key reads only
+// that conversation's postings.
+type kwIndex struct {
+	mu     sync.RWMutex
+	terms  map[string]uint32 // token → term id
+	df     []int32           // term id → rows holding it in a searched column
+	rows   int64             // rows of chunks_fts
+	tokens int64             // tokens of every column of every row
+	byNS   map[string]map[string]*kwSpace
+	where  map[int64]kwLoc // rowid → its space and doc
+	// inexact term ids: some row holds one too many times for a posting.
+	inexact map[uint32]bool
+}
+
+type kwLoc struct {
+	sp  *kwSpace
+	doc uint32
+}
+
+// kwSpace holds the rows of one namespace and session key. Docs are
+// numbered in the order they were added, so every posting list is sorted;
+// a removed row stays in the postings, marked dead, until compact.
+type kwSpace struct {
+	rowids    []int64
+	dlen      []uint32
+	dead      []bool
+	sessionID []unique.Handle[string]
+	source    []unique.Handle[string]
+	dirPath   []unique.Handle[string]
+	speaker   []unique.Handle[string] // text before its first ": " (session rows), "" when none
+	tsStart   []int64                 // unix ns, noTime when unknown
+	tsEnd     []int64
+	post      map[uint32]*kwPost
+	ndead     int
+}
+
+// kwPost is one token's posting list in a space: docs (ascending) and the
+// token's weighted frequency in each, in half units (2 per instance in
+// fts_body or fts_words, 1 in fts_ctx), with bounds for pruning.
+type kwPost struct {
+	docs  []uint32
+	f2    []uint16
+	maxF2 uint16
+	minD  uint32
+}
+
+// kwDoc is a row as the index takes it: the chunk's fields a search
+// filters on and the column values chunks_fts indexes.
+type kwDoc struct {
+	rowid                     int64
+	ns, sessionKey, sessionID string
+	source, dirPath           string
+	tsStart, tsEnd            int64
+	head                      string // the start of chunks.text, for the speaker
+	body, words, ctx          string // fts_body, fts_words, fts_ctx
+}
+
+// kwOp is one change to the index after a commit: add doc, or remove the
+// row doc.rowid whose indexed values were doc.body, doc.words, doc.ctx.
+type kwOp struct {
+	add bool
+	doc kwDoc
+}
+
+func newKWIndex() *kwIndex {
+	return &kwIndex{terms: map[string]uint32{}, byNS: map[string]map[string]*kwSpace{},
+		where: map[int64]kwLoc{}, inexact: map[uint32]bool{}}
+}
+
+// speakerHeadMax bounds the speaker part of a row's text the index keeps; a
+// query naming a longer speaker is ranked by FTS5.
+const speakerHeadMax = 64
+
+// speakerHead returns the part of a session row's text before its first
+// ": " when it is at most speakerHeadMax bytes long, else "".
+func speakerHead(source, text string) string {
+	if source != "sessions" {
+		return ""
+	}
+	i := strings.Index(text[:min(len(text), speakerHeadMax+2)], ": ")
+	if i <= 0 {
+		return ""
+	}
+	return text[:i]
+}
+
+// docTokens is the tokenized form of one row.
+type docTokens struct {
+	f2     map[uint32]uint32 // term id → weighted frequency (half units)
+	length uint32            // tokens of every column
+}
+
+// tokenize counts doc's tokens with tok; intern adds unseen tokens to the
+// dictionary (for an add) or not (for a remove: a token that was never
+// seen cannot be in the index). Caller holds x.mu for writing when intern.
+func (x *kwIndex) tokenize(tok *ftsTokenizer, d *kwDoc, intern bool, scratch map[uint32]uint32) (docTokens, error) {
+	clear(scratch)
+	dt := docTokens{f2: scratch}
+	cols := [...]struct {
+		text string
+		w    uint32
+	}{{d.body, 2}, {d.words, 2}, {d.ctx, 1}, {nsToken(d.ns), 0}, {skToken(d.sessionKey), 0}}
+	for _, c := range cols {
+		n, err := tok.tokens(c.text, tokenizeDocument, func(t []byte) {
+			if c.w == 0 {
+				return
+			}
+			id, ok := x.terms[string(t)]
+			if !ok {
+				if !intern {
+					return
+				}
+				id = uint32(len(x.df))
+				x.terms[string(t)] = id
+				x.df = append(x.df, 0)
+			}
+			dt.f2[id] += c.w
+		})
+		if err != nil {
+			return docTokens{}, err
+		}
+		dt.length += uint32(n)
+	}
+	return dt, nil
+}
+
+// apply makes ops (in commit order) in the index.
+func (x *kwIndex) apply(ops []kwOp) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	tok, err := getTokenizer()
+	if err != nil {
+		return err
+	}
+	defer putTokenizer(tok)
+	scratch := map[uint32]uint32{}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for i := range ops {
+		if ops[i].add {
+			err = x.addLocked(tok, &ops[i].doc, scratch)
+		} else {
+			err = x.removeLocked(tok, &ops[i].doc, scratch)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (x *kwIndex) space(ns, sessionKey string, create bool) *kwSpace {
+	m := x.byNS[ns]
+	if m == nil {
+		if !create {
+			return nil
+		}
+		m = map[string]*kwSpace{}
+		x.byNS[ns] = m
+	}
+	sp := m[sessionKey]
+	if sp == nil && create {
+		sp = &kwSpace{post: map[uint32]*kwPost{}}
+		m[sessionKey] = sp
+	}
+	return sp
+}
+
+func (x *kwIndex) addLocked(tok *ftsTokenizer, d *kwDoc, scratch map[uint32]uint32) error {
+	if _, ok := x.where[d.rowid]; ok { // replaced in place: drop the old row first
+		return fmt.Errorf("keyword index: row %d added twice", d.rowid)
+	}
+	dt, err := x.tokenize(tok, d, true, scratch)
+	if err != nil {
+		return err
+	}
+	sp := x.space(d.ns, d.sessionKey, true)
+	doc := uint32(len(sp.rowids))
+	sp.rowids = append(sp.rowids, d.rowid)
+	sp.dlen = append(sp.dlen, dt.length)
+	sp.dead = append(sp.dead, false)
+	sp.sessionID = append(sp.sessionID, unique.Make(d.sessionID))
+	sp.source = append(sp.source, unique.Make(d.source))
+	sp.dirPath = append(sp.dirPath, unique.Make(d.dirPath))
+	sp.speaker = append(sp.speaker, unique.Make(speakerHead(d.source, d.head)))
+	sp.tsStart = append(sp.tsStart, d.tsStart)
+	sp.tsEnd = append(sp.tsEnd, d.tsEnd)
+	for id, f2 := range dt.f2 {
+		p := sp.post[id]
+		if p == nil {
+			p = &kwPost{minD: math.MaxUint32}
+			sp.post[id] = p
+		}
+		if f2 > maxF2 {
+			f2 = maxF2
+			x.inexact[id] = true
+		}
+		p.docs = append(p.docs, doc)
+		p.f2 = append(p.f2, uint16(f2))
+		p.maxF2 = max(p.maxF2, uint16(f2))
+		p.minD = min(p.minD, dt.length)
+		x.df[id]++
+	}
+	x.where[d.rowid] = kwLoc{sp: sp, doc: doc}
+	x.rows++
+	x.tokens += int64(dt.length)
+	return nil
+}
+
+func (x *kwIndex) removeLocked(tok *ftsTokenizer, d *kwDoc, scratch map[uint32]uint32) error {
+	loc, ok := x.where[d.rowid]
+	if !ok {
+		return fmt.Errorf("keyword index: row %d removed but not held", d.rowid)
+	}
+	dt, err := x.tokenize(tok, d, false, scratch)
+	if err != nil {
+		return err
+	}
+	for id := range dt.f2 {
+		x.df[id]--
+	}
+	sp := loc.sp
+	x.tokens -= int64(sp.dlen[loc.doc])
+	x.rows--
+	sp.dead[loc.doc] = true
+	sp.ndead++
+	delete(x.where, d.rowid)
+	if sp.ndead >= 64 && sp.ndead*2 > len(sp.rowids) {
+		x.compactLocked(sp)
+	}
+	return nil
+}
+
+// compactLocked drops sp's dead docs and renumbers the rest (in order, so
+// postings stay sorted).
+func (x *kwIndex) compactLocked(sp *kwSpace) {
+	remap := make([]uint32, len(sp.rowids))
+	n := uint32(0)
+	for i := range sp.rowids {
+		if sp.dead[i] {
+			remap[i] = math.MaxUint32
+			continue
+		}
+		remap[i] = n
+		sp.rowids[n], sp.dlen[n], sp.dead[n] = sp.rowids[i], sp.dlen[i], false
+		sp.sessionID[n], sp.source[n], sp.dirPath[n], sp.speaker[n] = sp.sessionID[i], sp.source[i], sp.dirPath[i], sp.speaker[i]
+		sp.tsStart[n], sp.tsEnd[n] = sp.tsStart[i], sp.tsEnd[i]
+		x.where[sp.rowids[n]] = kwLoc{sp: sp, doc: n}
+		n++
+	}
+	sp.rowids, sp.dlen, sp.dead = slices.Clip(sp.rowids[:n]), slices.Clip(sp.dlen[:n]), slices.Clip(sp.dead[:n])
+	sp.sessionID, sp.source, sp.dirPath, sp.speaker = sp.sessionID[:n], sp.source[:n], sp.dirPath[:n], sp.speaker[:n]
+	sp.tsStart, sp.tsEnd = sp.tsStart[:n], sp.tsEnd[:n]
+	sp.ndead = 0
+	for id, p := range sp.post {
+		k := 0
+		p.maxF2, p.minD = 0, math.MaxUint32
+		for j, d := range p.docs {
+			if nd := remap[d]; nd != math.MaxUint32 {
+				p.docs[k], p.f2[k] = nd, p.f2[j]
+				p.maxF2 = max(p.maxF2, p.f2[j])
+				p.minD = min(p.minD, sp.dlen[nd])
+				k++
+			}
+		}
+		if k == 0 {
+			delete(sp.post, id)
+			continue
+		}
+		p.docs, p.f2 = slices.Clip(p.docs[:k]), slices.Clip(p.f2[:k])
+	}
+}
+
+// load fills the index from the shard behind db (at Open, before any
+// write).
+func (x *kwIndex) load(ctx context.Context, db *sql.DB) error {
+	rows, err := db.QueryContext(ctx, `SELECT rowid, namespace, session_key, session_id, source, dir_path,
+		ts_start, ts_end, substr(text, 1, ?), fts_body, coalesce(fts_words, ''), fts_ctx FROM chunks ORDER BY rowid`, speakerHeadMax+2)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	tok, err := getTokenizer()
+	if err != nil {
+		return err
+	}
+	defer putTokenizer(tok)
+	scratch := map[uint32]uint32{}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for rows.Next() {
+		var d kwDoc
+		var ts0, ts1 sql.NullInt64
+		if err := rows.Scan(&d.rowid, &d.ns, &d.sessionKey, &d.sessionID, &d.source, &d.dirPath,
+			&ts0, &ts1, &d.head, &d.body, &d.words, &d.ctx); err != nil {
+			return err
+		}
+		d.tsStart, d.tsEnd = nullNanos(ts0), nullNanos(ts1)
+		if err := x.addLocked(tok, &d, scratch); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// kwPhrase is one term of a query as the index ranks it: its token, how
+// many of the query's terms are that token (each is a phrase of its own to
+// FTS5), and its idf.
+type kwPhrase struct {
+	id  uint32
+	n   int
+	idf float64
+}
+
+// kwHit is a row the index ranked, with its BM25 score (boost applied).
+type kwHit struct {
+	rowid int64
+	score float64
+}
+
+// kwUnsupported says why the index cannot rank a query exactly; FTS5
+// ranks it instead.
+type kwUnsupported string
+
+func (e kwUnsupported) Error() string { return "keyword index: " + string(e) }
+
+// phrases turns query terms into the index's phrases, and returns each
+// term's token ("" for a term of none, which matches nothing), or says why
+// the index cannot rank them (a term FTS5 reads as several tokens is a
+// phrase query; a term with an inexact posting).
+func (x *kwIndex) phrases(tok *ftsTokenizer, terms []string) ([]kwPhrase, []string, error) {
+	var out []kwPhrase
+	toks := make([]string, len(terms))
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	n := float64(x.rows)
+	for ti, t := range terms {
+		var first []byte
+		cnt, err := tok.tokens(t, tokenizeQuery, func(b []byte) {
+			if first == nil {
+				first = append([]byte{}, b...)
+			}
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		if cnt == 0 {
+			continue // an empty phrase matches nothing
+		}
+		if cnt > 1 {
+			return nil, nil, kwUnsupported(fmt.Sprintf("term %q is %d tokens", t, cnt))
+		}
+		toks[ti] = string(first)
+		id, ok := x.terms[string(first)]
+		if !ok || x.df[id] <= 0 {
+			continue // in no row: matches nothing, scores nothing
+		}
+		if x.inexact[id] {
+			return nil, nil, kwUnsupported(fmt.Sprintf("term %q has more instances in a row than a posting counts", t))
+		}
+		if i := slices.IndexFunc(out, func(p kwPhrase) bool { return p.id == id }); i >= 0 {
+			out[i].n++
+			continue
+		}
+		hits := float64(x.df[id])
+		idf := math.Log((n - hits + 0.5) / (hits + 0.5))
+		if idf <= 0 {
+			idf = 1e-6
+		}
+		out = append(out, kwPhrase{id: id, n: 1, idf: idf})
+	}
+	return out, toks, nil
+}
+
+// kwQuery is one ranking request to the index.
+type kwQuery struct {
+	ns       string
+	phrases  []kwPhrase
+	filter   Filter
+	speakers []string // the speakers the query names (boosted)
+	limit    int
+}
+
+// search returns the top q.limit rows of q.ns by BM25 (boost applied),
+// best first; equal scores in rowid order.
+func (x *kwIndex) search(q kwQuery) []kwHit {
+	if q.limit <= 0 || len(q.phrases) == 0 {
+		return nil
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	m := x.byNS[q.ns]
+	if len(m) == 0 || x.rows == 0 {
+		return nil
+	}
+	avgdl := float64(x.tokens) / float64(x.rows)
+	sel := newKWSelect(q, avgdl)
+	if q.filter.SessionKey != "" {
+		if sp := m[q.filter.SessionKey]; sp != nil {
+			sel.scan(sp)
+		}
+	} else {
+		for _, sp := range m {
+			sel.scan(sp)
+		}
+	}
+	return sel.result()
+}
+
+// kwSelect ranks the spaces of one search into one top-k.
+type kwSelect struct {
+	q        kwQuery
+	avgdl    float64
+	filter   kwFilter
+	speakers []unique.Handle[string]
+	bmax     float64
+	top      kwTop
+	curs     []kwCursor
+}
+
+type kwCursor struct {
+	p   *kwPost
+	i   int
+	ph  *kwPhrase
+	ub  float64
+	cum float64 // sum of ub of this cursor and every cursor before it
+}
+
+func newKWSelect(q kwQuery, avgdl float64) *kwSelect {
+	s := &kwSelect{q: q, avgdl: avgdl, filter: newKWFilter(q.filter), bmax: 1, top: kwTop{k: q.limit}}
+	for _, n := range q.speakers {
+		s.speakers = append(s.speakers, unique.Make(n))
+	}
+	if len(s.speakers) > 0 {
+		s.bmax = speakerBoost
+	}
+	return s
+}
+
+// tf is FTS5's per-phrase BM25 term for a weighted frequency f2/2 in a row
+// of dlen tokens.
+func (s *kwSelect) tf(f2 uint16, dlen uint32) float64 {
+	f := float64(f2) / 2
+	return (f * (bm25K1 + 1.0)) / (f + bm25K1*(1-bm25B+bm25B*float64(dlen)/s.avgdl))
+}
+
+// boost returns the speaker factor of doc i of sp.
+func (s *kwSelect) boost(sp *kwSpace, i uint32) float64 {
+	if len(s.speakers) == 0 {
+		return 1
+	}
+	h := sp.speaker[i]
+	if h.Value() == "" {
+		return 1
+	}
+	for _, n := range s.speakers {
+		if asciiEqualFold(h.Value(), n.Value()) {
+			return speakerBoost
+		}
+	}
+	return 1
+}
+
+// asciiEqualFold is SQLite LIKE's comparison without wildcards: ASCII
+// letters match either case, every other byte only itself.
+func asciiEqualFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		ca, cb := a[i], b[i]
+		if 'A' <= ca && ca <= 'Z' {
+			ca += 'a' - 'A'
+		}
+		if 'A' <= cb && cb <= 'Z' {
+			cb += 'a' - 'A'
+		}
+		if ca != cb {
+			return false
+		}
+	}
+	return true
+}
+
+// slack widens upper bounds against rounding, so a bound never prunes a
+// row whose computed score reaches the threshold.
+const slack = 1 + 1e-9
+
+// scan ranks the rows of sp into s.top by max-score: cursors sorted by
+// their upper bound; the ones whose bounds together cannot lift a row past
+// the current k-th score are only probed for rows the others found.
+func (s *kwSelect) scan(sp *kwSpace) {
+	s.curs = s.curs[:0]
+	for i := range s.q.phrases {
+		ph := &s.q.phrases[i]
+		p := sp.post[ph.id]
+		if p == nil {
+			continue
+		}
+		ub := float64(ph.n) * ph.idf * s.tf(p.maxF2, p.minD) * slack
+		s.curs = append(s.curs, kwCursor{p: p, ph: ph, ub: ub})
+	}
+	if len(s.curs) == 0 {
+		return
+	}
+	sort.Slice(s.curs, func(a, b int) bool { return s.curs[a].ub < s.curs[b].ub })
+	cum := 0.0
+	for i := range s.curs {
+		cum += s.curs[i].ub
+		s.curs[i].cum = cum
+	}
+	curs := s.curs
+	// ess is the first essential cursor: those before it cannot lift a row
+	// past the threshold together.
+	ess := 0
+	advanceEss := func() {
+		th, full := s.top.threshold()
+		for full && ess < len(curs) && curs[ess].cum*s.bmax < th {
+			ess++
+		}
+	}
+	advanceEss()
+	for ess < len(curs) {
+		// the next row of any essential cursor
+		d := uint32(math.MaxUint32)
+		for i := ess; i < len(curs); i++ {
+			c := &curs[i]
+			if c.i < len(c.p.docs) && c.p.docs[c.i] < d {
+				d = c.p.docs[c.i]
+			}
+		}
+		if d == math.MaxUint32 {
+			return
+		}
+		ok := !sp.dead[d] && s.filter.pass(sp, d)
+		score := 0.0
+		for i := ess; i < len(curs); i++ {
+			c := &curs[i]
+			if c.i < len(c.p.docs) && c.p.docs[c.i] == d {
+				if ok {
+					score += float64(c.ph.n) * c.ph.idf * s.tf(c.p.f2[c.i], sp.dlen[d])
+				}
+				c.i++
+			}
+		}
+		if !ok {
+			continue
+		}
+		b := s.boost(sp, d)
+		th, full := s.top.threshold()
+		for i := ess - 1; i >= 0; i-- {
+			if full && (score+curs[i].cum)*b < th {
+				score = -1 // cannot make it
+				break
+			}
+			c := &curs[i]
+			c.i += sort.Search(len(c.p.docs)-c.i, func(j int) bool { return c.p.docs[c.i+j] >= d })
+			if c.i < len(c.p.docs) && c.p.docs[c.i] == d {
+				score += float64(c.ph.n) * c.ph.idf * s.tf(c.p.f2[c.i], sp.dlen[d])
+				c.i++
+			}
+		}
+		if score < 0 {
+			continue
+		}
+		if s.top.push(kwHit{rowid: sp.rowids[d], score: score * b}) {
+			advanceEss()
+		}
+	}
+}
+
+func (s *kwSelect) result() []kwHit { return s.top.sorted() }
+
+// kwFilter is a Filter compiled for the index (the session key picks the
+// space).
+type kwFilter struct {
+	f         Filter
+	sessionID unique.Handle[string]
+	sources   []unique.Handle[string]
+	dirPath   unique.Handle[string]
+	after     int64
+	before    int64
+	empty     unique.Handle[string]
+	files     unique.Handle[string]
+}
+
+func newKWFilter(f Filter) kwFilter {
+	kf := kwFilter{f: f, sessionID: unique.Make(f.SessionID), dirPath: unique.Make(f.DirPath),
+		empty: unique.Make(""), files: unique.Make("files")}
+	for _, src := range f.Sources {
+		kf.sources = append(kf.sources, unique.Make(src))
+	}
+	if !f.After.IsZero() {
+		kf.after = nanos(f.After)
+	}
+	if !f.Before.IsZero() {
+		kf.before = nanos(f.Before)
+	}
+	return kf
+}
+
+// pass is appendFilter's SQL on the index: c.session_id = ?, c.ts_end >=
+// after, c.ts_start < before (NULL times pass neither), c.source IN (...),
+// and (c.source <> 'files' OR c.dir_path IN (”, dir)).
+func (kf *kwFilter) pass(sp *kwSpace, i uint32) bool {
+	f := &kf.f
+	if f.SessionID != "" && sp.sessionID[i] != kf.sessionID {
+		return false
+	}
+	if !f.After.IsZero() && (sp.tsEnd[i] == noTime || sp.tsEnd[i] < kf.after) {
+		return false
+	}
+	if !f.Before.IsZero() && (sp.tsStart[i] == noTime || sp.tsStart[i] >= kf.before) {
+		return false
+	}
+	if len(kf.sources) > 0 && !slices.Contains(kf.sources, sp.source[i]) {
+		return false
+	}
+	if f.DirPath != "" && sp.source[i] == kf.files && sp.dirPath[i] != kf.empty && sp.dirPath[i] != kf.dirPath {
+		return false
+	}
+	return true
+}
+
+// kwTop keeps the best k hits: a min-heap on (score, then larger rowid
+// worse).
+type kwTop struct {
+	k int
+	h []kwHit
+}
+
+func kwWorse(a, b kwHit) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	return a.rowid > b.rowid
+}
+
+// threshold returns the k-th best score and whether k hits are held.
+func (t *kwTop) threshold() (float64, bool) {
+	if len(t.h) < t.k {
+		return 0, false
+	}
+	return t.h[0].score, true
+}
+
+// push adds it when it is among the best k; it reports whether the held
+// set changed once full (so the threshold may have risen).
+func (t *kwTop) push(it kwHit) bool {
+	if len(t.h) < t.k {
+		t.h = append(t.h, it)
+		for i := len(t.h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !kwWorse(t.h[i], t.h[p]) {
+				break
+			}
+			t.h[i], t.h[p] = t.h[p], t.h[i]
+			i = p
+		}
+		return len(t.h) == t.k
+	}
+	if !kwWorse(t.h[0], it) {
+		return false
+	}
+	t.h[0] = it
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(t.h) && kwWorse(t.h[l], t.h[m]) {
+			m = l
+		}
+		if r < len(t.h) && kwWorse(t.h[r], t.h[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		t.h[i], t.h[m] = t.h[m], t.h[i]
+		i = m
+	}
+	return true
+}
+
+// sorted returns the held hits best first.
+func (t *kwTop) sorted() []kwHit {
+	out := slices.Clone(t.h)
+	slices.SortFunc(out, func(a, b kwHit) int {
+		switch {
+		case kwWorse(b, a):
+			return -1
+		case kwWorse(a, b):
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// kwStats are the index's figures (tests, status).
+type kwStats struct {
+	rows, tokens int64
+	terms        int
+	postings     int64
+}
+
+func (x *kwIndex) stats() kwStats {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	st := kwStats{rows: x.rows, tokens: x.tokens}
+	for _, df := range x.df {
+		if df > 0 {
+			st.terms++
+		}
+	}
+	for _, m := range x.byNS {
+		for _, sp := range m {
+			for _, p := range sp.post {
+				st.postings += int64(len(p.docs))
+			}
+		}
+	}
+	return st
+}
