@@ -6,7 +6,8 @@
 // migrations, the schema (messages, chunks, an FTS5 external-content index
 // over chunks, a sqlite-vec vec0 table of chunk vectors, a meta table with the
 // applied stream sequence and the vector dimension), the transactional Apply of
-// one batch, keyword search (FTS5 BM25), vector search (an in-memory index
+// one batch, keyword search (BM25 as FTS5 computes it, ranked by an in-memory
+// keyword index kept in step with chunks_fts, kwindex.go), vector search (an in-memory index
 // of int8-quantized vectors whose best candidates are rescored with their
 // exact float32 vectors read from the durable vec0 table, so the ranking
 // and scores are an exact scan's: vecquant.go), hydration of hits, and the
@@ -52,6 +53,10 @@
 //   - After Open every chunk is in the FTS index, indexed from the values
 //     stored with it (fts_body, ns, fts_words), which Apply also uses to
 //     delete its FTS row: the index always agrees with chunks (Check).
+//   - The keyword index holds exactly the rows of chunks_fts, tokenized by
+//     FTS5's own tokenizer, and ranks a query with FTS5's bm25() scores or
+//     says it cannot (then FTS5 ranks it); it is changed only after a commit,
+//     in commit order.
 //   - A chunk flagged with a vector has exactly one, in the table of the
 //     shard's vector mode; the other table holds none (a vec_chunks left
 //     behind in go-scan is stale and emptied when sqlite-vec returns).
