@@ -51,16 +51,17 @@ const (
 // posting inexact, and a query with that term is ranked by FTS5.
 const maxF2 = math.MaxUint16
 
-// kwIndex is the keyword index of one shard (see above). Spaces are per
-// namespace and session key: a search within one session key reads only
-// that conversation's postings.
+// kwIndex is the keyword index of one shard (see above), one space per
+// namespace. (A space per namespace and session key would read only one
+// conversation's postings, but a posting list per conversation and term
+// doubled the index's heap on 1,000 conversations.)
 type kwIndex struct {
 	mu     sync.RWMutex
 	terms  map[string]uint32 // token → term id
 	df     []int32           // term id → rows holding it in a searched column
 	rows   int64             // rows of chunks_fts
 	tokens int64             // tokens of every column of every row
-	byNS   map[string]map[string]*kwSpace
+	byNS   map[string]*kwSpace
 	where  map[int64]kwLoc // rowid → its space and doc
 	// inexact term ids: some row holds one too many times for a posting.
 	inexact map[uint32]bool
@@ -71,21 +72,22 @@ type kwLoc struct {
 	doc uint32
 }
 
-// kwSpace holds the rows of one namespace and session key. Docs are
+// kwSpace holds the rows of one namespace. Docs are
 // numbered in the order they were added, so every posting list is sorted;
 // a removed row stays in the postings, marked dead, until compact.
 type kwSpace struct {
-	rowids    []int64
-	dlen      []uint32
-	dead      []bool
-	sessionID []unique.Handle[string]
-	source    []unique.Handle[string]
-	dirPath   []unique.Handle[string]
-	speaker   []unique.Handle[string] // text before its first ": " (session rows), "" when none
-	tsStart   []int64                 // unix ns, noTime when unknown
-	tsEnd     []int64
-	post      map[uint32]*kwPost
-	ndead     int
+	rowids     []int64
+	dlen       []uint32
+	dead       []bool
+	sessionKey []unique.Handle[string]
+	sessionID  []unique.Handle[string]
+	source     []unique.Handle[string]
+	dirPath    []unique.Handle[string]
+	speaker    []unique.Handle[string] // text before its first ": " (session rows), "" when none
+	tsStart    []int64                 // unix ns, noTime when unknown
+	tsEnd      []int64
+	post       map[uint32]*kwPost
+	ndead      int
 }
 
 // kwPost is one token's posting list in a space: docs (ascending) and the
@@ -117,7 +119,7 @@ type kwOp struct {
 }
 
 func newKWIndex() *kwIndex {
-	return &kwIndex{terms: map[string]uint32{}, byNS: map[string]map[string]*kwSpace{},
+	return &kwIndex{terms: map[string]uint32{}, byNS: map[string]*kwSpace{},
 		where: map[int64]kwLoc{}, inexact: map[uint32]bool{}}
 }
 
@@ -204,19 +206,11 @@ func (x *kwIndex) apply(ops []kwOp) error {
 	return nil
 }
 
-func (x *kwIndex) space(ns, sessionKey string, create bool) *kwSpace {
-	m := x.byNS[ns]
-	if m == nil {
-		if !create {
-			return nil
-		}
-		m = map[string]*kwSpace{}
-		x.byNS[ns] = m
-	}
-	sp := m[sessionKey]
-	if sp == nil && create {
+func (x *kwIndex) space(ns string) *kwSpace {
+	sp := x.byNS[ns]
+	if sp == nil {
 		sp = &kwSpace{post: map[uint32]*kwPost{}}
-		m[sessionKey] = sp
+		x.byNS[ns] = sp
 	}
 	return sp
 }
@@ -229,11 +223,12 @@ func (x *kwIndex) addLocked(tok *ftsTokenizer, d *kwDoc, scratch map[uint32]uint
 	if err != nil {
 		return err
 	}
-	sp := x.space(d.ns, d.sessionKey, true)
+	sp := x.space(d.ns)
 	doc := uint32(len(sp.rowids))
 	sp.rowids = append(sp.rowids, d.rowid)
 	sp.dlen = append(sp.dlen, dt.length)
 	sp.dead = append(sp.dead, false)
+	sp.sessionKey = append(sp.sessionKey, unique.Make(d.sessionKey))
 	sp.sessionID = append(sp.sessionID, unique.Make(d.sessionID))
 	sp.source = append(sp.source, unique.Make(d.source))
 	sp.dirPath = append(sp.dirPath, unique.Make(d.dirPath))
@@ -298,13 +293,13 @@ func (x *kwIndex) compactLocked(sp *kwSpace) {
 		}
 		remap[i] = n
 		sp.rowids[n], sp.dlen[n], sp.dead[n] = sp.rowids[i], sp.dlen[i], false
-		sp.sessionID[n], sp.source[n], sp.dirPath[n], sp.speaker[n] = sp.sessionID[i], sp.source[i], sp.dirPath[i], sp.speaker[i]
+		sp.sessionKey[n], sp.sessionID[n], sp.source[n], sp.dirPath[n], sp.speaker[n] = sp.sessionKey[i], sp.sessionID[i], sp.source[i], sp.dirPath[i], sp.speaker[i]
 		sp.tsStart[n], sp.tsEnd[n] = sp.tsStart[i], sp.tsEnd[i]
 		x.where[sp.rowids[n]] = kwLoc{sp: sp, doc: n}
 		n++
 	}
 	sp.rowids, sp.dlen, sp.dead = slices.Clip(sp.rowids[:n]), slices.Clip(sp.dlen[:n]), slices.Clip(sp.dead[:n])
-	sp.sessionID, sp.source, sp.dirPath, sp.speaker = sp.sessionID[:n], sp.source[:n], sp.dirPath[:n], sp.speaker[:n]
+	sp.sessionKey, sp.sessionID, sp.source, sp.dirPath, sp.speaker = sp.sessionKey[:n], sp.sessionID[:n], sp.source[:n], sp.dirPath[:n], sp.speaker[:n]
 	sp.tsStart, sp.tsEnd = sp.tsStart[:n], sp.tsEnd[:n]
 	sp.ndead = 0
 	for id, p := range sp.post {
@@ -444,21 +439,13 @@ func (x *kwIndex) search(q kwQuery) []kwHit {
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	m := x.byNS[q.ns]
-	if len(m) == 0 || x.rows == 0 {
+	sp := x.byNS[q.ns]
+	if sp == nil || x.rows == 0 {
 		return nil
 	}
 	avgdl := float64(x.tokens) / float64(x.rows)
 	sel := newKWSelect(q, avgdl)
-	if q.filter.SessionKey != "" {
-		if sp := m[q.filter.SessionKey]; sp != nil {
-			sel.scan(sp)
-		}
-	} else {
-		for _, sp := range m {
-			sel.scan(sp)
-		}
-	}
+	sel.scan(sp)
 	return sel.result()
 }
 
@@ -626,21 +613,21 @@ func (s *kwSelect) scan(sp *kwSpace) {
 
 func (s *kwSelect) result() []kwHit { return s.top.sorted() }
 
-// kwFilter is a Filter compiled for the index (the session key picks the
-// space).
+// kwFilter is a Filter compiled for the index.
 type kwFilter struct {
-	f         Filter
-	sessionID unique.Handle[string]
-	sources   []unique.Handle[string]
-	dirPath   unique.Handle[string]
-	after     int64
-	before    int64
-	empty     unique.Handle[string]
-	files     unique.Handle[string]
+	f          Filter
+	sessionKey unique.Handle[string]
+	sessionID  unique.Handle[string]
+	sources    []unique.Handle[string]
+	dirPath    unique.Handle[string]
+	after      int64
+	before     int64
+	empty      unique.Handle[string]
+	files      unique.Handle[string]
 }
 
 func newKWFilter(f Filter) kwFilter {
-	kf := kwFilter{f: f, sessionID: unique.Make(f.SessionID), dirPath: unique.Make(f.DirPath),
+	kf := kwFilter{f: f, sessionKey: unique.Make(f.SessionKey), sessionID: unique.Make(f.SessionID), dirPath: unique.Make(f.DirPath),
 		empty: unique.Make(""), files: unique.Make("files")}
 	for _, src := range f.Sources {
 		kf.sources = append(kf.sources, unique.Make(src))
@@ -654,11 +641,14 @@ func newKWFilter(f Filter) kwFilter {
 	return kf
 }
 
-// pass is appendFilter's SQL on the index: c.session_id = ?, c.ts_end >=
+// pass is appendFilter's SQL on the index: c.session_key = ?, c.session_id = ?, c.ts_end >=
 // after, c.ts_start < before (NULL times pass neither), c.source IN (...),
 // and (c.source <> 'files' OR c.dir_path IN (”, dir)).
 func (kf *kwFilter) pass(sp *kwSpace, i uint32) bool {
 	f := &kf.f
+	if f.SessionKey != "" && sp.sessionKey[i] != kf.sessionKey {
+		return false
+	}
 	if f.SessionID != "" && sp.sessionID[i] != kf.sessionID {
 		return false
 	}
@@ -755,7 +745,18 @@ type kwStats struct {
 	rows, tokens int64
 	terms        int
 	postings     int64
+	bytes        int64 // estimated heap
 }
+
+// Heap estimates of the index's parts: a row's fields in its space (rowid,
+// length, dead flag, five string handles, two times) and its entry in
+// where; a dictionary entry (string header and map slot, plus the bytes);
+// a posting list's header and map slot.
+const (
+	kwRowBytes  = 8 + 4 + 1 + 5*8 + 2*8 + 48
+	kwTermBytes = 16 + 4 + 4 + 40
+	kwPostBytes = 64 + 48
+)
 
 func (x *kwIndex) stats() kwStats {
 	x.mu.RLock()
@@ -766,11 +767,14 @@ func (x *kwIndex) stats() kwStats {
 			st.terms++
 		}
 	}
-	for _, m := range x.byNS {
-		for _, sp := range m {
-			for _, p := range sp.post {
-				st.postings += int64(len(p.docs))
-			}
+	for t := range x.terms {
+		st.bytes += kwTermBytes + int64(len(t))
+	}
+	for _, sp := range x.byNS {
+		st.bytes += int64(cap(sp.rowids)) * kwRowBytes
+		for _, p := range sp.post {
+			st.postings += int64(len(p.docs))
+			st.bytes += kwPostBytes + int64(cap(p.docs))*4 + int64(cap(p.f2))*2
 		}
 	}
 	return st

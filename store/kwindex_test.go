@@ -225,6 +225,10 @@ func TestKeywordIndexRanksAsFTS5(t *testing.T) {
 	for si := 0; si < 40; si += 3 {
 		mustApply(t, s, Batch{DeleteSessions: []SessionRef{{Namespace: "n0", SessionKey: fmt.Sprintf("k%d", si%7), SessionID: fmt.Sprintf("s%d", si)}}})
 	}
+	if sp := s.kw.Load().byNS["n0"]; sp == nil || len(sp.rowids) > 40 {
+		t.Fatalf("namespace n0 after deleting every session: %d docs held, %d dead; want it compacted", len(sp.rowids), sp.ndead)
+	}
+	compareWithFTS(t, s, cases)
 	kwCorpus(t, s, rand.New(rand.NewPCG(9, 10)), 20)
 	compareWithFTS(t, s, cases)
 	before := s.kw.Load().stats()

@@ -259,6 +259,10 @@ func (s *Shard) Stats(ctx context.Context) (Stats, error) {
 	if oldest > 0 {
 		st.OldestWaiting = time.Unix(oldest, 0)
 	}
+	st.KeywordIndex = "fts5"
+	if kw := s.kw.Load(); kw != nil {
+		st.KeywordIndex, st.KeywordIndexBytes = "memory", kw.stats().bytes
+	}
 	return st, tx.Commit()
 }
 

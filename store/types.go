@@ -189,4 +189,10 @@ type Stats struct {
 	// OldestWaiting is when the chunk that has waited longest for a vector
 	// was stored; zero when none waits.
 	OldestWaiting time.Time
+	// KeywordIndex says what ranks keyword searches: "memory" (the keyword
+	// index, kwindex.go) or "fts5" (the index was dropped after a failure to
+	// follow a commit). KeywordIndexBytes estimates the index's heap (its
+	// postings, per-row fields and dictionary).
+	KeywordIndex      string
+	KeywordIndexBytes int64
 }
