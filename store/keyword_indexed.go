@@ -3,38 +3,32 @@ package store
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
-	"time"
 )
 
 // loadKeywordIndex builds the keyword index from the shard's chunks (at
 // Open, before any write).
 func (s *Shard) loadKeywordIndex(ctx context.Context) error {
-	start := time.Now()
 	kw := newKWIndex()
 	if err := kw.load(ctx, s.r); err != nil {
 		return fmt.Errorf("load keyword index: %w", err)
 	}
 	s.kw.Store(kw)
-	if d := time.Since(start); d > time.Second {
-		slog.Info("keyword index loaded", "shard", s.path, "rows", kw.rows, "took", d.Round(time.Millisecond))
-	}
 	return nil
 }
 
 // applyKeywordIndex makes a committed batch's FTS changes in the keyword
 // index. Should that fail (the tokenizer out of memory), the index is
 // dropped and FTS5 ranks every keyword search from then on: slower, never
-// wrong.
+// wrong; Stats says so with the reason.
 func (s *Shard) applyKeywordIndex(ops []kwOp) {
 	kw := s.kw.Load()
 	if kw == nil || len(ops) == 0 {
 		return
 	}
 	if err := kw.apply(ops); err != nil {
+		s.kwDropped.Store(err.Error())
 		s.kw.Store(nil)
-		slog.Error("keyword index dropped: FTS5 ranks keyword searches of this shard until it is opened again", "shard", s.path, "err", err)
 	}
 }
 

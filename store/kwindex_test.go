@@ -424,3 +424,29 @@ func TestFTSSnippetIsFTS5s(t *testing.T) {
 		t.Fatalf("compared %d snippets, want at least 1000", compared)
 	}
 }
+
+// TestKeywordIndexDroppedFallsBackToFTS5: an index that fails to follow a
+// commit is dropped, Stats says why, and FTS5 answers keyword searches.
+func TestKeywordIndexDroppedFallsBackToFTS5(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, testDims)
+	mustApply(t, s, Batch{Rechunk: []SessionChunks{{Session: SessionRef{Namespace: "n", SessionKey: "k", SessionID: "s"},
+		Chunks: []Chunk{{ID: "a", Text: "the garden party"}}}}})
+	if st, err := s.Stats(ctx); err != nil || st.KeywordIndex != "memory" || st.KeywordIndexBytes <= 0 {
+		t.Fatalf("Stats = %+v, %v; want the keyword index in memory", st, err)
+	}
+	s.applyKeywordIndex([]kwOp{{doc: kwDoc{rowid: 12345, ns: "n", body: "x"}}}) // a row it does not hold
+	st, err := s.Stats(ctx)
+	if err != nil || !strings.HasPrefix(st.KeywordIndex, "fts5: keyword index dropped: ") || !strings.Contains(st.KeywordIndex, "12345") {
+		t.Fatalf("Stats.KeywordIndex = %q, %v; want fts5 and the reason", st.KeywordIndex, err)
+	}
+	got, err := s.KeywordSearch(ctx, "n", "garden", Filter{}, 5)
+	if err != nil || len(got) != 1 || got[0].ID != "a" {
+		t.Fatalf("KeywordSearch after the drop = %v, %v", got, err)
+	}
+	mustApply(t, s, Batch{Rechunk: []SessionChunks{{Session: SessionRef{Namespace: "n", SessionKey: "k", SessionID: "s2"},
+		Chunks: []Chunk{{ID: "b", Text: "another garden"}}}}})
+	if got, err = s.KeywordSearch(ctx, "n", "garden", Filter{}, 5); err != nil || len(got) != 2 {
+		t.Fatalf("KeywordSearch after a later commit = %v, %v; want both", got, err)
+	}
+}

@@ -97,9 +97,11 @@ type Shard struct {
 	index *vectorIndex
 	// kw is the keyword index (kwindex.go); nil when it failed to follow a
 	// commit, and then FTS5 ranks every keyword search.
-	kw    atomic.Pointer[kwIndex]
-	sizes *nsSizes
-	df    *termDF
+	kw atomic.Pointer[kwIndex]
+	// kwDropped is why kw was dropped ("" while it is not).
+	kwDropped atomic.Value
+	sizes     *nsSizes
+	df        *termDF
 	// speakers are the speaker names of each namespace (speakers.go).
 	speakers *speakerSet
 	// vec is the vector mode (see VectorMode); it changes from sqlite-vec

@@ -190,8 +190,8 @@ type Stats struct {
 	// was stored; zero when none waits.
 	OldestWaiting time.Time
 	// KeywordIndex says what ranks keyword searches: "memory" (the keyword
-	// index, kwindex.go) or "fts5" (the index was dropped after a failure to
-	// follow a commit). KeywordIndexBytes estimates the index's heap (its
+	// index, kwindex.go) or "fts5: " and why the index was dropped (it
+	// failed to follow a commit). KeywordIndexBytes estimates the index's heap (its
 	// postings, per-row fields and dictionary).
 	KeywordIndex      string
 	KeywordIndexBytes int64
