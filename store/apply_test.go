@@ -70,6 +70,10 @@ func TestApplyReadBack(t *testing.T) {
 		t.Errorf("Stats().OldestWaiting = %v, want about now: two chunks wait for vectors", stats.OldestWaiting)
 	}
 	stats.OldestWaiting = time.Time{}
+	if stats.KeywordIndex != "memory" || stats.KeywordIndexBytes <= 0 {
+		t.Errorf("Stats() keyword index %q of %d bytes, want memory", stats.KeywordIndex, stats.KeywordIndexBytes)
+	}
+	stats.KeywordIndex, stats.KeywordIndexBytes = "", 0
 	if want := (Stats{AppliedSeq: 10, Messages: 4, Chunks: 5, Sessions: 1, Namespaces: 1, VectorsWaiting: 2}); stats != want {
 		t.Errorf("Stats() = %+v, want %+v", stats, want)
 	}

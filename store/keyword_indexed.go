@@ -2,28 +2,123 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
+	"sync"
 )
 
-// loadKeywordIndex builds the keyword index from the shard's chunks (at
-// Open, before any write).
+// kwSyncRows is the largest shard whose keyword index Open builds before
+// it returns (about 0.3 s of work); a larger one is built in the background
+// while FTS5 ranks its keyword searches. Tests change it.
+var kwSyncRows int64 = 20000
+
+// kwLoad is a keyword index being built in the background from the
+// snapshot of the shard Open returned; the batches committed meanwhile
+// wait in pending and are applied, in order, before the index is used.
+type kwLoad struct {
+	mu      sync.Mutex
+	loading bool
+	pending []kwOp
+	cancel  context.CancelFunc
+	done    chan struct{}
+	// gate, when set (tests only), is waited for before the load starts.
+	gate chan struct{}
+}
+
+// loadKeywordIndex builds the keyword index (last thing Open does): at once
+// for a shard of at most kwSyncRows chunks, else in the background from a
+// read transaction begun now, so it sees exactly the shard as Open leaves
+// it and every later commit reaches it through kwLoad.pending.
 func (s *Shard) loadKeywordIndex(ctx context.Context) error {
-	kw := newKWIndex()
-	if err := kw.load(ctx, s.r); err != nil {
+	if s.sizes.shardTotal() <= kwSyncRows && kwLoadGate == nil {
+		kw := newKWIndex()
+		if err := kw.load(ctx, s.r); err != nil {
+			return fmt.Errorf("load keyword index: %w", err)
+		}
+		s.kw.Store(kw)
+		return nil
+	}
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
 		return fmt.Errorf("load keyword index: %w", err)
 	}
-	s.kw.Store(kw)
+	var n int64 // the first read fixes the transaction's snapshot
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM meta`).Scan(&n); err != nil {
+		tx.Rollback()
+		return fmt.Errorf("load keyword index: %w", err)
+	}
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	l := &kwLoad{loading: true, cancel: cancel, done: make(chan struct{}), gate: kwLoadGate}
+	s.kwl = l
+	go func() {
+		defer close(l.done)
+		defer tx.Rollback()
+		if l.gate != nil {
+			select {
+			case <-l.gate:
+			case <-lctx.Done():
+			}
+		}
+		kw := newKWIndex()
+		err := kw.load(lctx, tx)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if err == nil {
+			err = kw.apply(l.pending)
+		}
+		l.loading, l.pending = false, nil
+		if err != nil {
+			s.kwDropped.Store("load: " + err.Error())
+			return
+		}
+		s.kw.Store(kw)
+	}()
 	return nil
 }
 
+// kwLoadGate, when set (tests only), makes every keyword index load run in
+// the background and wait for it to be closed.
+var kwLoadGate chan struct{}
+
+// loading reports whether the background load is still running.
+func (l *kwLoad) isLoading() bool {
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.loading
+}
+
+// stop ends a background load and waits for it (Close).
+func (l *kwLoad) stop() {
+	if l == nil {
+		return
+	}
+	l.cancel()
+	<-l.done
+}
+
 // applyKeywordIndex makes a committed batch's FTS changes in the keyword
-// index. Should that fail (the tokenizer out of memory), the index is
-// dropped and FTS5 ranks every keyword search from then on: slower, never
-// wrong; Stats says so with the reason.
+// index (or queues them while it loads). Should that fail (the tokenizer
+// out of memory), the index is dropped and FTS5 ranks every keyword search
+// from then on: slower, never wrong; Stats says so with the reason.
 func (s *Shard) applyKeywordIndex(ops []kwOp) {
+	if len(ops) == 0 {
+		return
+	}
+	if l := s.kwl; l != nil {
+		l.mu.Lock()
+		if l.loading {
+			l.pending = append(l.pending, ops...)
+			l.mu.Unlock()
+			return
+		}
+		l.mu.Unlock()
+	}
 	kw := s.kw.Load()
-	if kw == nil || len(ops) == 0 {
+	if kw == nil {
 		return
 	}
 	if err := kw.apply(ops); err != nil {

@@ -321,9 +321,9 @@ func (x *kwIndex) compactLocked(sp *kwSpace) {
 	}
 }
 
-// load fills the index from the shard behind db (at Open, before any
-// write).
-func (x *kwIndex) load(ctx context.Context, db *sql.DB) error {
+// load fills the index from the shard behind db (a pool at Open, before
+// any write, or a read transaction of the shard).
+func (x *kwIndex) load(ctx context.Context, db queryer) error {
 	rows, err := db.QueryContext(ctx, `SELECT rowid, namespace, session_key, session_id, source, dir_path,
 		ts_start, ts_end, substr(text, 1, ?), fts_body, coalesce(fts_words, ''), fts_ctx FROM chunks ORDER BY rowid`, speakerHeadMax+2)
 	if err != nil {

@@ -450,3 +450,76 @@ func TestKeywordIndexDroppedFallsBackToFTS5(t *testing.T) {
 		t.Fatalf("KeywordSearch after a later commit = %v, %v; want both", got, err)
 	}
 }
+
+// TestKeywordIndexLoadsInTheBackground: a large shard's index is built
+// after Open returns; until then FTS5 answers and commits queue; then the
+// index holds exactly what FTS5 holds, commits made during the load
+// included. Closing a shard whose index is still loading stops the load.
+func TestKeywordIndexLoadsInTheBackground(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "shard.db")
+	s, err := Open(ctx, path, Config{Dims: testDims})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(31, 32))
+	kwCorpus(t, s, r, 30)
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	kwLoadGate = gate
+	defer func() { kwLoadGate = nil }()
+	if s, err = Open(ctx, path, Config{Dims: testDims}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close(ctx) }()
+	if st, err := s.Stats(ctx); err != nil || st.KeywordIndex != "fts5: keyword index loading" {
+		t.Fatalf("Stats.KeywordIndex while loading = %q, %v", st.KeywordIndex, err)
+	}
+	if got, err := s.KeywordSearch(ctx, "n0", "garden", Filter{}, 5); err != nil || len(got) == 0 {
+		t.Fatalf("KeywordSearch while loading = %v, %v; want FTS5's hits", got, err)
+	}
+	// Commits during the load: new sessions, a deleted one, a re-chunked tail.
+	kwCorpus(t, s, rand.New(rand.NewPCG(33, 34)), 10)
+	mustApply(t, s, Batch{DeleteSessions: []SessionRef{{Namespace: "n1", SessionKey: "k1", SessionID: "s1"}}})
+	close(gate)
+	deadline := time.Now().Add(30 * time.Second)
+	for s.kw.Load() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("keyword index not loaded within 30 s")
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval
+	}
+	if st, err := s.Stats(ctx); err != nil || st.KeywordIndex != "memory" {
+		t.Fatalf("Stats.KeywordIndex after the load = %q, %v", st.KeywordIndex, err)
+	}
+	compareWithFTS(t, s, kwCases(r, 300))
+	loaded := s.kw.Load().stats()
+	fresh := newKWIndex()
+	if err := fresh.load(ctx, s.r); err != nil {
+		t.Fatal(err)
+	}
+	if f := fresh.stats(); f.rows != loaded.rows || f.tokens != loaded.tokens || f.postings > loaded.postings {
+		t.Fatalf("index loaded in the background %+v, built from the file now %+v", loaded, f)
+	}
+
+	// Close while the load waits: it returns.
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kwLoadGate = make(chan struct{})
+	if s, err = Open(ctx, path, Config{Dims: testDims}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Close(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return while the keyword index was loading")
+	}
+}

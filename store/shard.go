@@ -100,8 +100,10 @@ type Shard struct {
 	kw atomic.Pointer[kwIndex]
 	// kwDropped is why kw was dropped ("" while it is not).
 	kwDropped atomic.Value
-	sizes     *nsSizes
-	df        *termDF
+	// kwl loads kw in the background (nil when it was loaded at Open).
+	kwl   *kwLoad
+	sizes *nsSizes
+	df    *termDF
 	// speakers are the speaker names of each namespace (speakers.go).
 	speakers *speakerSet
 	// vec is the vector mode (see VectorMode); it changes from sqlite-vec
@@ -222,9 +224,6 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	if err := s.speakers.load(ctx, s.r); err != nil {
 		return nil, fmt.Errorf("load speakers: %w", err)
 	}
-	if err := s.loadKeywordIndex(ctx); err != nil {
-		return nil, err
-	}
 	if err := s.loadIndex(ctx); err != nil {
 		if s.vec.Load().plain() || errors.Is(err, ErrDims) || ctx.Err() != nil {
 			return nil, fmt.Errorf("load vectors: %w", err)
@@ -237,6 +236,12 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	// Last, so that nothing fails after it: a shard with Han text starts
 	// loading the dictionary its searches need (segment_load.go).
 	if s.han, err = startHanLoad(ctx, s.r); err != nil {
+		return nil, err
+	}
+	// The keyword index: at once for a small shard, else in the background
+	// (keyword_indexed.go); nothing fails after it starts.
+	if err := s.loadKeywordIndex(ctx); err != nil {
+		s.han.stop(ctx)
 		return nil, err
 	}
 	return s, nil
@@ -341,7 +346,8 @@ func (s *Shard) Close(ctx context.Context) error {
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	hanErr := s.han.stop(ctx) // started last by Open, stopped first
+	s.kwl.stop()              // started last by Open, stopped first
+	hanErr := s.han.stop(ctx) // started before it
 	var optErr error
 	if !s.readOnly {
 		_, optErr = s.w.ExecContext(ctx, `PRAGMA optimize`)
@@ -495,13 +501,14 @@ func openReadOnly(ctx context.Context, path string, cfg Config) (_ *Shard, err e
 	if err := s.speakers.load(ctx, s.r); err != nil {
 		return nil, fmt.Errorf("load speakers: %w", err)
 	}
-	if err := s.loadKeywordIndex(ctx); err != nil {
-		return nil, err
-	}
 	if err := s.loadIndex(ctx); err != nil {
 		return nil, fmt.Errorf("load vectors: %w", err)
 	}
 	if s.han, err = startHanLoad(ctx, s.r); err != nil { // last, as in open
+		return nil, err
+	}
+	if err := s.loadKeywordIndex(ctx); err != nil {
+		s.han.stop(ctx)
 		return nil, err
 	}
 	return s, nil
