@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"os"
@@ -44,7 +45,22 @@ type Config struct {
 	// shard fail. The vector index is loaded once at Open: reopen to see
 	// later writes.
 	ReadOnly bool
+	// CacheKiB is the SQLite page cache of each of the shard's connections
+	// (the writer and every reader) in KiB; 0 is DefaultCacheKiB. A shard's
+	// page caches together hold at most (1+ReadConns)×CacheKiB KiB.
+	CacheKiB int
+	// MmapBytes is how much of the file each connection maps (SQLite
+	// mmap_size); 0 is DefaultMmapBytes, negative maps nothing. Mapped pages
+	// are the file's page cache: they count in a process's RSS while
+	// resident but the kernel reclaims them under pressure.
+	MmapBytes int64
 }
+
+// Defaults of Config's memory settings.
+const (
+	DefaultCacheKiB  = 32000
+	DefaultMmapBytes = 256 << 20
+)
 
 // Validate reports whether the configuration is usable.
 func (c Config) Validate() error {
@@ -54,8 +70,60 @@ func (c Config) Validate() error {
 	if c.ReadConns < 0 {
 		return fmt.Errorf("read conns %d: %w", c.ReadConns, ErrInvalidConfig)
 	}
+	if c.CacheKiB < 0 {
+		return fmt.Errorf("cache %d KiB: %w", c.CacheKiB, ErrInvalidConfig)
+	}
 	return nil
 }
+
+// withDefaults fills in the defaults of c's zero fields.
+func (c Config) withDefaults() Config {
+	if c.ReadConns == 0 {
+		c.ReadConns = defaultReadConns
+	}
+	if c.CacheKiB == 0 {
+		c.CacheKiB = DefaultCacheKiB
+	}
+	if c.MmapBytes == 0 {
+		c.MmapBytes = DefaultMmapBytes
+	}
+	if c.MmapBytes < 0 {
+		c.MmapBytes = 0
+	}
+	return c
+}
+
+// CacheBytes is the most a shard opened with c keeps in SQLite page
+// caches: (1+ReadConns) connections × CacheKiB.
+func (c Config) CacheBytes() int64 {
+	c = c.withDefaults()
+	return int64(1+c.ReadConns) * int64(c.CacheKiB) << 10
+}
+
+// sqlOpen opens a pool of the shard driver's connections to dsn, each with
+// mmap_size set to mmap bytes after the driver's own tuning.
+func sqlOpen(dsn string, mmap int64) *sql.DB {
+	return sql.OpenDB(mmapConnector{dsn: dsn, mmap: mmap})
+}
+
+type mmapConnector struct {
+	dsn  string
+	mmap int64
+}
+
+func (c mmapConnector) Connect(context.Context) (driver.Conn, error) {
+	conn, err := shardDriver.Open(c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.(*sqlite3.SQLiteConn).Exec(fmt.Sprintf("PRAGMA mmap_size = %d", c.mmap), nil); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+func (c mmapConnector) Driver() driver.Driver { return shardDriver }
 
 const (
 	defaultReadConns = 4
@@ -69,19 +137,24 @@ var (
 	vecAutoErr error
 )
 
+// shardDriver is the SQLite driver of shards, with the per-connection
+// tuning pragmas (a shard's connections then set mmap_size from its
+// Config: sqlOpen).
+var shardDriver = &sqlite3.SQLiteDriver{
+	ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		_, err := c.Exec(`PRAGMA temp_store = MEMORY; PRAGMA mmap_size = 268435456;
+			PRAGMA journal_size_limit = 67108864; PRAGMA analysis_limit = 400`, nil)
+		return err
+	},
+}
+
 // registerDriver loads sqlite-vec into every future connection (but those
 // opened with noVecParam) and registers the driver whose connect hook sets
 // the per-connection tuning pragmas.
 func registerDriver() {
 	registerOnce.Do(func() {
 		vecAutoErr = autoLoadVec()
-		sql.Register(driverName, &sqlite3.SQLiteDriver{
-			ConnectHook: func(c *sqlite3.SQLiteConn) error {
-				_, err := c.Exec(`PRAGMA temp_store = MEMORY; PRAGMA mmap_size = 268435456;
-					PRAGMA journal_size_limit = 67108864; PRAGMA analysis_limit = 400`, nil)
-				return err
-			},
-		})
+		sql.Register(driverName, shardDriver)
 	})
 }
 
@@ -152,21 +225,16 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	if path == "" || path == ":memory:" || strings.Contains(path, "mode=memory") {
 		return nil, fmt.Errorf("path %q: a shard needs a file: %w", path, ErrInvalidConfig)
 	}
-	if cfg.ReadConns == 0 {
-		cfg.ReadConns = defaultReadConns
-	}
+	cfg = cfg.withDefaults()
 	registerDriver()
 	if cfg.ReadOnly {
 		return openReadOnly(ctx, path, cfg)
 	}
-	common := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=on&_synchronous=NORMAL&_cache_size=-32000&_stmt_cache_size=32", busyTimeoutMS)
+	common := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=on&_synchronous=NORMAL&_cache_size=-%d&_stmt_cache_size=32", busyTimeoutMS, cfg.CacheKiB)
 	if cfg.NoSqliteVec {
 		common += "&" + noVecParam
 	}
-	w, err := sql.Open(driverName, dsn(path, "_journal_mode=WAL&_txlock=immediate&"+common))
-	if err != nil {
-		return nil, err
-	}
+	w := sqlOpen(dsn(path, "_journal_mode=WAL&_txlock=immediate&"+common), cfg.MmapBytes)
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
@@ -201,10 +269,7 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 		return nil, err
 	}
 	// Readers connect after the writer has put the file in WAL mode.
-	s.r, err = sql.Open(driverName, dsn(path, "_query_only=true&"+common))
-	if err != nil {
-		return nil, err
-	}
+	s.r = sqlOpen(dsn(path, "_query_only=true&"+common), cfg.MmapBytes)
 	s.r.SetMaxOpenConns(cfg.ReadConns)
 	s.r.SetMaxIdleConns(cfg.ReadConns)
 	s.r.SetConnMaxLifetime(0)
@@ -427,7 +492,7 @@ func openReadOnly(ctx context.Context, path string, cfg Config) (_ *Shard, err e
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("%s: %w: a read-only open never creates a file (%v)", path, ErrReadOnly, err)
 	}
-	params := fmt.Sprintf("mode=ro&_query_only=true&_busy_timeout=%d&_foreign_keys=on&_cache_size=-32000&_stmt_cache_size=32", busyTimeoutMS)
+	params := fmt.Sprintf("mode=ro&_query_only=true&_busy_timeout=%d&_foreign_keys=on&_cache_size=-%d&_stmt_cache_size=32", busyTimeoutMS, cfg.CacheKiB)
 	if cfg.NoSqliteVec {
 		params += "&" + noVecParam
 	}
@@ -438,14 +503,10 @@ func openReadOnly(ctx context.Context, path string, cfg Config) (_ *Shard, err e
 		}
 	}()
 	// w is a read-only connection too: the write methods fail on it.
-	if s.w, err = sql.Open(driverName, dsn(path, params)); err != nil {
-		return nil, err
-	}
+	s.w = sqlOpen(dsn(path, params), cfg.MmapBytes)
 	s.w.SetMaxOpenConns(1)
 	s.w.SetMaxIdleConns(1)
-	if s.r, err = sql.Open(driverName, dsn(path, params)); err != nil {
-		return nil, err
-	}
+	s.r = sqlOpen(dsn(path, params), cfg.MmapBytes)
 	s.r.SetMaxOpenConns(cfg.ReadConns)
 	s.r.SetMaxIdleConns(cfg.ReadConns)
 	s.r.SetConnMaxLifetime(0)
