@@ -6,12 +6,17 @@
 // embedding new chunks, applying the batch to the partition's shard in one
 // transaction, the ack policy, the dead-letter stream and the vector backfill.
 //
-// The fate of every message is decided in one place (Worker.process): applied
-// → acknowledged after the commit; never applicable → copied to MEMINDEX_DLQ
-// with its reason, then terminated. A shard records the last stream sequence it
-// applied in the same transaction as the data, and a partition's consumer is
-// (re)created at start to deliver from the sequence after it, so redeliveries
-// and replays are no-ops and a deleted shard is rebuilt from the stream.
+// The fate of every message is decided in one place (Worker.prepare, in the
+// fetch stage of the partition's pipeline: fetch.go) and carried out by the
+// commit stage (Worker.process): applied → acknowledged after the commit;
+// never applicable → copied to MEMINDEX_DLQ with its reason, then
+// terminated. A shard records the last stream sequence it applied in the
+// same transaction as the data, and a partition's consumer is (re)created at
+// start to deliver from the sequence after it, so redeliveries and replays
+// are no-ops and a deleted shard is rebuilt from the stream. The fetch stage
+// decodes, plans and embeds the next batch while the commit stage commits
+// the one before; batches still commit and are acknowledged one at a time in
+// delivery order.
 //
 // Ingestion is observable without depending on a metrics or tracing backend:
 // Config.Metrics (metrics.go) is told each batch's events by outcome

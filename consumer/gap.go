@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"memindex"
 )
 
@@ -77,12 +75,12 @@ func streamGap(partition int, applied, first, last uint64) error {
 	return nil
 }
 
-// firstFresh returns the stream sequence of the first of msgs after
-// applied (msgs are in stream order), or 0 when none is.
-func firstFresh(msgs []jetstream.Msg, applied uint64) uint64 {
-	for _, m := range msgs {
-		if md, err := m.Metadata(); err == nil && md.Sequence.Stream > applied {
-			return md.Sequence.Stream
+// firstFresh returns the first of the stream sequences seqs after applied
+// (seqs are in stream order), or 0 when none is.
+func firstFresh(seqs []uint64, applied uint64) uint64 {
+	for _, s := range seqs {
+		if s > applied {
+			return s
 		}
 	}
 	return 0

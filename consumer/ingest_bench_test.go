@@ -25,7 +25,16 @@ import (
 // (built-in embedder), applied and acknowledged. Publishing is not timed.
 // Run it before and after a change to the worker to see its cost per event.
 func BenchmarkIngest(b *testing.B) {
-	benchmarkIngest(b, consumer.Config{})
+	benchmarkIngest(b, consumer.Config{}, 0)
+}
+
+// BenchmarkIngestHotNamespace is BenchmarkIngest with the events of one
+// namespace interleaved over 1,000 sessions (issue 13 item 3): event i is
+// the next message of session i%1000, as a busy tenant's live
+// conversations arrive. Run it with -benchtime=100000x to see a partition
+// that is behind by 100,000 events catch up.
+func BenchmarkIngestHotNamespace(b *testing.B) {
+	benchmarkIngest(b, consumer.Config{}, 1000)
 }
 
 // BenchmarkIngestTraced is BenchmarkIngest with tracing on: every span is
@@ -33,12 +42,14 @@ func BenchmarkIngest(b *testing.B) {
 func BenchmarkIngestTraced(b *testing.B) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
 	defer tp.Shutdown(context.Background())
-	benchmarkIngest(b, consumer.Config{TracerProvider: tp})
+	benchmarkIngest(b, consumer.Config{TracerProvider: tp}, 0)
 }
 
 // benchmarkIngest runs the ingest benchmark with the worker settings of cfg
-// (Partitions, BatchSize and Chunker are set here).
-func benchmarkIngest(b *testing.B, cfg consumer.Config) {
+// (Partitions, BatchSize and Chunker are set here). With interleave 0 the
+// events come session after session, 50 messages each; otherwise over
+// interleave sessions, one message of each in turn.
+func benchmarkIngest(b *testing.B, cfg consumer.Config, interleave int) {
 	const partitions = 1
 	s := natstest.Server(b)
 	nc := natstest.Connect(b, s)
@@ -56,8 +67,11 @@ func benchmarkIngest(b *testing.B, cfg consumer.Config) {
 	}
 	const ns = "bench"
 	for i := range b.N {
-		sess := fmt.Sprintf("s%d", i/50)
-		e := message(ns, "chat", sess, int64(i%50)+1, fmt.Sprintf("message %d of the benchmark mentions topic%d and the weather in Berlin", i, i%97))
+		sess, seq := fmt.Sprintf("s%d", i/50), int64(i%50)+1
+		if interleave > 0 {
+			sess, seq = fmt.Sprintf("s%d", i%interleave), int64(i/interleave)+1
+		}
+		e := message(ns, "chat", sess, seq, fmt.Sprintf("message %d of the benchmark mentions topic%d and the weather in Berlin", i, i%97))
 		data, err := json.Marshal(e)
 		if err != nil {
 			b.Fatal(err)
@@ -77,7 +91,9 @@ func benchmarkIngest(b *testing.B, cfg consumer.Config) {
 	}
 	defer sh.Close(context.Background())
 	cfg.Partitions = []int{0}
-	cfg.BatchSize = 500
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = 500
+	}
 	cfg.Chunker = chunker.Config{BudgetTokens: 120}
 	w, err := consumer.New(js, cfg, map[int]consumer.Shard{0: sh}, emb)
 	if err != nil {

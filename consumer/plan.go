@@ -97,58 +97,27 @@ func (p *planner) deletedEarlier(ref store.SessionRef) bool {
 
 // build reads each touched session's stored tail from sh, re-chunks it with
 // the new messages, and returns the batch with the chunks that need vectors.
+// The tails of all the batch's sessions are read with a few set-based
+// statements (planSessions), not statements per session.
 func (p *planner) build(ctx context.Context, sh Shard, cc chunker.Config, mc chunker.MarkdownConfig, seq uint64) (store.Batch, []*store.Chunk, error) {
-	b := store.Batch{Seq: seq, DeleteSessions: p.deletes}
-	var fresh []*store.Chunk
-	for _, ref := range p.order {
-		sp := p.sessions[ref]
-		if len(sp.msgs) == 0 {
-			continue
-		}
-		news := make([]store.Message, 0, len(sp.msgs))
-		for _, m := range sp.msgs {
-			news = append(news, m)
-		}
-		sort.Slice(news, func(i, j int) bool { return news[i].Seq < news[j].Seq })
-		b.Messages = append(b.Messages, news...)
+	b, fresh, _, err := p.buildAfter(ctx, sh, cc, mc, seq, nil)
+	return b, fresh, err
+}
 
-		from := int64(1)
-		var spans []store.ChunkSpan
-		var stored, before []store.Message
-		if !sp.reset { // a deletion in this batch emptied the stored session
-			var err error
-			if spans, err = sh.SessionChunkSpans(ctx, ref); err != nil {
-				return b, nil, fmt.Errorf("plan session %q: %w", ref.SessionKey, err)
-			}
-			from = rechunkFrom(spans, news[0].Seq)
-			if stored, err = sh.SessionMessages(ctx, ref, from, 0); err != nil {
-				return b, nil, fmt.Errorf("plan session %q: %w", ref.SessionKey, err)
-			}
-			if before, err = sh.SessionMessagesBefore(ctx, ref, from, cc.WithDefaults().ContextMessages); err != nil {
-				return b, nil, fmt.Errorf("plan session %q: %w", ref.SessionKey, err)
-			}
-		}
-		msgs := mergeMessages(stored, news)
-		chunks := chunker.SessionAfter(cc, chunkScope(ref), toChunkerMessages(before), toChunkerMessages(msgs))
-		known := make(map[string]bool, len(spans))
-		for _, s := range spans {
-			known[s.ID] = true
-		}
-		sc := store.SessionChunks{Session: ref, From: from, Chunks: make([]store.Chunk, 0, len(chunks))}
-		for _, c := range chunks {
-			sc.Chunks = append(sc.Chunks, store.Chunk{
-				ID: c.ID, Namespace: ref.Namespace, Source: memindex.SourceSessions,
-				SessionKey: ref.SessionKey, SessionID: ref.SessionID,
-				SeqStart: c.SeqStart, SeqEnd: c.SeqEnd, Part: c.Part, Text: c.Text, Context: c.Context,
-				TimeStart: c.TimeStart, TimeEnd: c.TimeEnd,
-			})
-		}
-		for i := range sc.Chunks {
-			if !known[sc.Chunks[i].ID] {
-				fresh = append(fresh, &sc.Chunks[i])
-			}
-		}
-		b.Rechunk = append(b.Rechunk, sc)
+// buildAfter is build for a batch that applies after the batch whose plan
+// left prev (nil: none, the shard holds everything applied before): the
+// tails of the sessions prev re-chunked are taken from prev instead of sh,
+// which may not hold that batch yet (see plan_after.go). It fails with
+// errNeedsCommit when a session's tail is not all in prev. It also returns
+// what this batch's plan leaves for the next (nil when it cannot serve one).
+func (p *planner) buildAfter(ctx context.Context, sh Shard, cc chunker.Config, mc chunker.MarkdownConfig, seq uint64, prev *afterBatch) (store.Batch, []*store.Chunk, *afterBatch, error) {
+	b := store.Batch{Seq: seq, DeleteSessions: p.deletes}
+	fresh, after, err := p.planSessions(ctx, sh, cc, &b, prev)
+	if err != nil {
+		return b, nil, nil, err
+	}
+	if len(p.deletes) > 0 || len(p.fileOrder) > 0 || len(p.recordOrder) > 0 {
+		after = nil // what these change is read from the shard, after the commit
 	}
 	for _, ref := range p.fileOrder {
 		e := p.files[ref]
@@ -162,7 +131,7 @@ func (p *planner) build(ctx context.Context, sh Shard, cc chunker.Config, mc chu
 			hash = hex.EncodeToString(sum[:])
 		}
 		if stored, ok, err := sh.FileHash(ctx, ref.Namespace, ref.Path); err != nil {
-			return b, nil, fmt.Errorf("plan file %q: %w", ref.Path, err)
+			return b, nil, nil, fmt.Errorf("plan file %q: %w", ref.Path, err)
 		} else if ok && stored == hash {
 			continue // unchanged: a no-op
 		}
@@ -200,7 +169,115 @@ func (p *planner) build(ctx context.Context, sh Shard, cc chunker.Config, mc chu
 	for i := range b.Records {
 		fresh = append(fresh, &b.Records[i].Chunk)
 	}
-	return b, fresh, nil
+	return b, fresh, after, nil
+}
+
+// sessionWork is one session of a batch on its way through planSessions.
+type sessionWork struct {
+	sp    *sessionPlan
+	news  []store.Message // the batch's messages of the session, by seq
+	from  int64           // re-chunking starts here
+	spans []store.ChunkSpan
+	tail  store.SessionTail
+	// merged are the session's messages from from on once the batch
+	// applies: the stored ones with the new ones merged in.
+	merged []store.Message
+}
+
+// planSessions adds to b the batch's messages and the re-chunked tail of
+// every session they touch, and returns the chunks that need vectors. A
+// session's tail is read from sh in two set-based steps for the whole
+// batch: its stored chunks from the last one before its first new message
+// (which decide where re-chunking starts, rechunkFrom), then its stored
+// messages from there on with the ones before that give context.
+func (p *planner) planSessions(ctx context.Context, sh Shard, cc chunker.Config, b *store.Batch, prev *afterBatch) ([]*store.Chunk, *afterBatch, error) {
+	before := cc.WithDefaults().ContextMessages
+	work := make([]sessionWork, 0, len(p.order))
+	var reqs []store.TailRequest
+	var stored []int // the work items read from sh, in reqs' order
+	for _, ref := range p.order {
+		sp := p.sessions[ref]
+		if len(sp.msgs) == 0 {
+			continue
+		}
+		news := make([]store.Message, 0, len(sp.msgs))
+		for _, m := range sp.msgs {
+			news = append(news, m)
+		}
+		sort.Slice(news, func(i, j int) bool { return news[i].Seq < news[j].Seq })
+		b.Messages = append(b.Messages, news...)
+		work = append(work, sessionWork{sp: sp, news: news, from: 1})
+		if sp.reset { // a deletion in this batch emptied the stored session
+			continue
+		}
+		if a, ok := prev.session(ref); ok {
+			w := &work[len(work)-1]
+			if !a.tail(w, before) {
+				return nil, nil, errNeedsCommit
+			}
+			continue
+		}
+		reqs = append(reqs, store.TailRequest{Session: ref, Seq: news[0].Seq})
+		stored = append(stored, len(work)-1)
+	}
+	if len(reqs) > 0 {
+		spans, err := sh.SessionTailSpans(ctx, reqs)
+		if err != nil {
+			return nil, nil, fmt.Errorf("plan sessions: %w", err)
+		}
+		for j, i := range stored {
+			w := &work[i]
+			w.spans = spans[j]
+			w.from = rechunkFrom(w.spans, w.news[0].Seq)
+			reqs[j].Seq = w.from
+		}
+		tails, err := sh.SessionTailMessages(ctx, reqs, before)
+		if err != nil {
+			return nil, nil, fmt.Errorf("plan sessions: %w", err)
+		}
+		for j, i := range stored {
+			work[i].tail = tails[j]
+		}
+	}
+	var fresh []*store.Chunk
+	after := &afterBatch{sessions: make(map[store.SessionRef]*sessionAfter, len(work))}
+	for i := range work {
+		sc, f := rechunkSession(cc, &work[i])
+		b.Rechunk = append(b.Rechunk, sc)
+		fresh = append(fresh, f...)
+		after.sessions[sc.Session] = newSessionAfter(&work[i], sc, before)
+	}
+	return fresh, after, nil
+}
+
+// rechunkSession chunks w's stored tail with its new messages and returns
+// the session's chunks from w.from on, with those not stored yet (which
+// need vectors).
+func rechunkSession(cc chunker.Config, w *sessionWork) (store.SessionChunks, []*store.Chunk) {
+	ref := w.sp.ref
+	msgs := mergeMessages(w.tail.From, w.news)
+	w.merged = msgs
+	chunks := chunker.SessionAfter(cc, chunkScope(ref), toChunkerMessages(w.tail.Before), toChunkerMessages(msgs))
+	known := make(map[string]bool, len(w.spans))
+	for _, s := range w.spans {
+		known[s.ID] = true
+	}
+	sc := store.SessionChunks{Session: ref, From: w.from, Chunks: make([]store.Chunk, 0, len(chunks))}
+	for _, c := range chunks {
+		sc.Chunks = append(sc.Chunks, store.Chunk{
+			ID: c.ID, Namespace: ref.Namespace, Source: memindex.SourceSessions,
+			SessionKey: ref.SessionKey, SessionID: ref.SessionID,
+			SeqStart: c.SeqStart, SeqEnd: c.SeqEnd, Part: c.Part, Text: c.Text, Context: c.Context,
+			TimeStart: c.TimeStart, TimeEnd: c.TimeEnd,
+		})
+	}
+	var fresh []*store.Chunk
+	for i := range sc.Chunks {
+		if !known[sc.Chunks[i].ID] {
+			fresh = append(fresh, &sc.Chunks[i])
+		}
+	}
+	return sc, fresh
 }
 
 // rechunkFrom returns the message seq re-chunking must start from when the

@@ -11,9 +11,8 @@ import (
 type Shard interface {
 	Apply(ctx context.Context, b store.Batch) (store.ApplyStats, error)
 	AppliedSeq(ctx context.Context) (uint64, error)
-	SessionChunkSpans(ctx context.Context, ref store.SessionRef) ([]store.ChunkSpan, error)
-	SessionMessages(ctx context.Context, ref store.SessionRef, fromSeq int64, limit int) ([]store.Message, error)
-	SessionMessagesBefore(ctx context.Context, ref store.SessionRef, beforeSeq int64, n int) ([]store.Message, error)
+	SessionTailSpans(ctx context.Context, reqs []store.TailRequest) ([][]store.ChunkSpan, error)
+	SessionTailMessages(ctx context.Context, reqs []store.TailRequest, before int) ([]store.SessionTail, error)
 	PendingVectors(ctx context.Context, limit int) ([]store.PendingChunk, error)
 	SetVectors(ctx context.Context, vs []store.ChunkVector) (int, error)
 	Stats(ctx context.Context) (store.Stats, error)

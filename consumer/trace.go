@@ -89,6 +89,25 @@ func (b *batchTrace) context(ctx context.Context) context.Context {
 	return b.ctx
 }
 
+// within returns ctx carrying the batch span, or ctx itself when tracing
+// is off: the commit stage runs a batch under its own context (its
+// cancellation, the shutdown grace) with the span the fetch stage began.
+func (b *batchTrace) within(ctx context.Context) context.Context {
+	if b == nil {
+		return ctx
+	}
+	return trace.ContextWithSpan(ctx, b.span)
+}
+
+// withSpanOf returns ctx carrying the span that from carries (a message's,
+// from message), or ctx itself when tracing is off.
+func (b *batchTrace) withSpanOf(ctx, from context.Context) context.Context {
+	if b == nil {
+		return ctx
+	}
+	return trace.ContextWithSpan(ctx, trace.SpanFromContext(from))
+}
+
 // message starts the process span of m and records its outcome; reason
 // says why a dead letter can never apply. The span is a child of the
 // publisher's span when m's headers carry a traceparent (whatever the case

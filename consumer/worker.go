@@ -48,6 +48,17 @@ type Config struct {
 	BatchSize int
 	// BatchWait is how long to wait for more events once one has arrived.
 	BatchWait time.Duration
+	// MaxBatch is the most events applied in one transaction while the
+	// partition is behind (more than BatchSize events wait): a batch over
+	// many interleaved sessions costs the writer about one page write per
+	// session touched, so bigger batches catch up faster (default
+	// 4×BatchSize, at least BatchSize).
+	MaxBatch int
+	// MaxBatchBytes bounds the event payload of one batch (default 16 MiB).
+	// A partition holds at most two batches in memory, one committing and
+	// one prepared (decoded, planned, embedded: see fetch.go), beside the
+	// pull buffer of 2×BatchSize events.
+	MaxBatchBytes int
 	// Chunker configures session windows.
 	Chunker chunker.Config
 	// Markdown configures memory file sections.
@@ -104,6 +115,18 @@ func (c *Config) Validate() error {
 	}
 	if c.BatchWait == 0 {
 		c.BatchWait = 5 * time.Millisecond
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = 4 * c.BatchSize
+	}
+	if c.MaxBatch < c.BatchSize {
+		return fmt.Errorf("config: max batch %d is below the batch size %d", c.MaxBatch, c.BatchSize)
+	}
+	if c.MaxBatchBytes == 0 {
+		c.MaxBatchBytes = 16 << 20
+	}
+	if c.MaxBatchBytes < 1 {
+		return fmt.Errorf("config: max batch bytes must be positive, got %d", c.MaxBatchBytes)
 	}
 	c.Chunker = c.Chunker.WithDefaults()
 	if err := c.Chunker.Validate(); err != nil {
@@ -260,7 +283,9 @@ func (w *Worker) positionConsumer(ctx context.Context, p int, applied uint64) (j
 		AckPolicy:     jetstream.AckAllPolicy,
 		AckWait:       w.cfg.AckWait,
 		MaxDeliver:    -1,
-		MaxAckPending: 4 * w.cfg.BatchSize,
+		// Two batches may be outstanding (one committing, one fetched)
+		// beside the pull buffer.
+		MaxAckPending: 2*w.cfg.MaxBatch + 2*w.cfg.BatchSize,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		// A pull consumer in use always has a request waiting; one that
 		// has none for this long belongs to nobody any more.
@@ -491,51 +516,6 @@ func (w *Worker) consume(ctx context.Context, p *partition) {
 	}
 }
 
-func (w *Worker) consumeOnce(ctx context.Context, p *partition) error {
-	it, err := (*p.cons.Load()).Messages(jetstream.PullMaxMessages(2 * w.cfg.BatchSize))
-	if err != nil {
-		return fmt.Errorf("messages: %w", err)
-	}
-	defer it.Stop()
-	p.bound.Store(true)
-	defer p.bound.Store(false)
-	// Every consumeOnce runs on a consumer positioned just before (Add, or
-	// consume after an error), whose deliveries are numbered from 1; see
-	// inSequence.
-	var delivered uint64
-	for {
-		first, err := it.Next(jetstream.NextContext(ctx))
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("next: %w", err)
-		}
-		if err := inSequence(p.id, first, &delivered); err != nil {
-			return err
-		}
-		msgs := []jetstream.Msg{first}
-		for len(msgs) < w.cfg.BatchSize {
-			m, err := it.Next(jetstream.NextMaxWait(w.cfg.BatchWait))
-			if err != nil {
-				break
-			}
-			if err := inSequence(p.id, m, &delivered); err != nil {
-				return err
-			}
-			msgs = append(msgs, m)
-		}
-		// The batch in hand is finished even when ctx ends meanwhile, within
-		// a grace period: a commit that keeps failing must not hold shutdown.
-		bctx, cancel := graceContext(ctx, shutdownGrace)
-		err = w.process(bctx, p, msgs)
-		cancel()
-		if err != nil {
-			return err
-		}
-	}
-}
-
 // inSequence checks that m is the delivery after *delivered and records
 // it. A consumer numbers its deliveries, redeliveries included, so a jump
 // means deliveries sent to this worker never arrived: the consumer's
@@ -544,17 +524,18 @@ func (w *Worker) consumeOnce(ctx context.Context, p *partition) error {
 // lost ones only after AckWait, by when acknowledging a later event would
 // have acknowledged them too (AckAll), unapplied. The batch in hand is
 // dropped instead, and consume re-positions the consumer from the shard.
-func inSequence(p int, m jetstream.Msg, delivered *uint64) error {
+// It returns m's metadata.
+func inSequence(p int, m jetstream.Msg, delivered *uint64) (*jetstream.MsgMetadata, error) {
 	md, err := m.Metadata()
 	if err != nil {
-		return fmt.Errorf("message metadata: %w", err)
+		return nil, fmt.Errorf("message metadata: %w", err)
 	}
 	if got := md.Sequence.Consumer; got != *delivered+1 {
-		return fmt.Errorf("partition %d: delivery %d (stream sequence %d) arrived after delivery %d; re-positioning from the shard: %w",
+		return nil, fmt.Errorf("partition %d: delivery %d (stream sequence %d) arrived after delivery %d; re-positioning from the shard: %w",
 			p, got, md.Sequence.Stream, *delivered, ErrDeliveryGap)
 	}
 	*delivered++
-	return nil
+	return md, nil
 }
 
 // shutdownGrace is how long the batch in hand may take to commit once the
@@ -582,57 +563,29 @@ type deadLetter struct {
 	ctx context.Context
 }
 
-// process decides the fate of one batch: events already applied are skipped,
-// events that can never apply go to the DLQ, the rest are applied in one
-// transaction that records the batch's last sequence, and then the batch is
-// acknowledged. It retries the commit until it succeeds or ctx ends; it never
-// skips ahead of a batch that did not commit.
-func (w *Worker) process(ctx context.Context, p *partition, msgs []jetstream.Msg) (err error) {
+// process finishes one batch the fetch stage prepared (fetch.go): events
+// already applied were skipped and dead letters set aside there; here the
+// dead letters go to the DLQ, the rest is applied in one transaction that
+// records the batch's last sequence (with the plan prepared, or planned now),
+// and then the batch is acknowledged. It retries the commit until it
+// succeeds or ctx ends, planning it again from the shard; it never skips
+// ahead of a batch that did not commit.
+func (w *Worker) process(ctx context.Context, p *partition, pb *prepared) (err error) {
 	start := time.Now()
-	bt := w.trace.begin(ctx, p.id, ConsumerName(w.cfg.ConsumerPrefix, p.id), len(msgs))
-	ctx = bt.context(ctx)
-	var stats BatchStats
+	msgs, bt := pb.f.msgs, pb.bt
+	ctx = bt.within(ctx)
 	defer func() {
 		bt.end(err)
 		if err == nil {
-			stats.Duration = time.Since(start)
-			w.metrics.BatchDone(p.id, stats)
+			pb.stats.Duration = pb.took + time.Since(start)
+			w.metrics.BatchDone(p.id, pb.stats)
 		}
 	}()
-	applied := p.applied.Load()
-	pl := newPlanner()
-	var dead []deadLetter
-	var last uint64
-	fresh := 0
-	for _, m := range msgs {
-		md, err := m.Metadata()
-		if err != nil {
-			return fmt.Errorf("message metadata: %w", err)
-		}
-		seq := md.Sequence.Stream
-		if seq > last {
-			last = seq
-		}
-		if seq <= applied {
-			stats.Duplicate++
-			bt.message(ctx, m, seq, OutcomeDuplicate, "")
-			continue // a redelivery of what the shard already holds
-		}
-		fresh++
-		e, err := decodeMsg(w.cfg.Limits, m.Subject(), m.Data(), md.Timestamp)
-		if err != nil {
-			mctx := bt.message(ctx, m, seq, OutcomeDLQ, err.Error())
-			dead = append(dead, deadLetter{msg: m, seq: seq, reason: err.Error(), ctx: mctx})
-			continue
-		}
-		bt.message(ctx, m, seq, OutcomeIndexed, "")
-		pl.add(e)
-	}
-	stats.DLQ, stats.Indexed = len(dead), fresh-len(dead)
-	if fresh == 0 {
+	if pb.fresh == 0 {
 		return msgs[len(msgs)-1].Ack()
 	}
-	if err := w.checkGap(ctx, p, applied, firstFresh(msgs, applied)); err != nil {
+	dead, last := pb.dead, pb.last
+	if err := w.checkGap(ctx, p, pb.applied, firstFresh(pb.f.seqs, pb.applied)); err != nil {
 		return err
 	}
 	stop := heartbeat(ctx, msgs, w.cfg.AckWait/3)
@@ -640,12 +593,17 @@ func (w *Worker) process(ctx context.Context, p *partition, msgs []jetstream.Msg
 	// Dead letters are stored before the commit that moves past them, so a
 	// crash in between re-sends them (de-duplicated by message id).
 	for _, d := range dead {
-		if err := w.publishDead(d.ctx, p.id, d); err != nil {
+		if err := w.publishDead(bt.withSpanOf(ctx, d.ctx), p.id, d); err != nil {
 			return fmt.Errorf("dead-letter seq %d: %w", d.seq, err)
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		err := w.commit(ctx, p, pl, last, bt)
+		var err error
+		if attempt == 0 && pb.batch != nil {
+			err = w.applyPlan(ctx, p, *pb.batch, pb.chunks, bt)
+		} else {
+			err = w.commit(ctx, p, pb.pl, last, bt)
+		}
 		if err == nil {
 			break
 		}
@@ -669,12 +627,13 @@ func (w *Worker) process(ctx context.Context, p *partition, msgs []jetstream.Msg
 	if failpoint.Enabled { // tests only: build tag failpoints
 		failpoint.Inject(failpoint.AfterCommit)
 	}
-	return ackBatch(msgs, dead)
+	return ackBatch(msgs, pb.f.seqs, dead)
 }
 
 // ackBatch terminates the dead letters, then acknowledges the highest other
-// message, which under AckAll covers every message before it.
-func ackBatch(msgs []jetstream.Msg, dead []deadLetter) error {
+// message (seqs are the stream sequences of msgs), which under AckAll covers
+// every message before it.
+func ackBatch(msgs []jetstream.Msg, seqs []uint64, dead []deadLetter) error {
 	isDead := make(map[jetstream.Msg]bool, len(dead))
 	for _, d := range dead {
 		isDead[d.msg] = true
@@ -682,12 +641,12 @@ func ackBatch(msgs []jetstream.Msg, dead []deadLetter) error {
 	}
 	var top jetstream.Msg
 	var topSeq uint64
-	for _, m := range msgs {
+	for i, m := range msgs {
 		if isDead[m] {
 			continue
 		}
-		if md, err := m.Metadata(); err == nil && md.Sequence.Stream >= topSeq {
-			top, topSeq = m, md.Sequence.Stream
+		if seqs[i] >= topSeq {
+			top, topSeq = m, seqs[i]
 		}
 	}
 	if top == nil {
@@ -696,20 +655,37 @@ func ackBatch(msgs []jetstream.Msg, dead []deadLetter) error {
 	return top.Ack()
 }
 
-// commit builds, embeds and applies a batch; bt traces it (nil: off).
+// commit plans, embeds and applies a batch from the shard as it is; bt
+// traces it (nil: off).
 func (w *Worker) commit(ctx context.Context, p *partition, pl *planner, last uint64, bt *batchTrace) error {
+	b, fresh, _, err := w.plan(ctx, p, pl, last, nil, bt)
+	if err != nil {
+		return err
+	}
+	return w.applyPlan(ctx, p, b, fresh, bt)
+}
+
+// plan builds the batch of pl after the batch whose plan left prev (see
+// planner.buildAfter) and embeds its new chunks inline, unless inline
+// embedding is paused.
+func (w *Worker) plan(ctx context.Context, p *partition, pl *planner, last uint64, prev *afterBatch, bt *batchTrace) (store.Batch, []*store.Chunk, *afterBatch, error) {
 	span := bt.start(SpanChunk)
-	b, fresh, err := pl.build(ctx, p.shard, w.cfg.Chunker, w.cfg.Markdown, last)
+	b, fresh, after, err := pl.buildAfter(ctx, p.shard, w.cfg.Chunker, w.cfg.Markdown, last, prev)
 	if err == nil {
 		span.SetAttributes(attrKeyChunks.Int(len(fresh)))
 	}
 	endSpan(span, err)
 	if err != nil {
-		return err
+		return b, nil, nil, err
 	}
 	if len(fresh) > 0 && time.Now().UnixNano() >= w.inlineOffUntil.Load() {
 		w.embedInline(ctx, fresh, bt)
 	}
+	return b, fresh, after, nil
+}
+
+// applyPlan commits the planned batch b, whose new chunks are fresh.
+func (w *Worker) applyPlan(ctx context.Context, p *partition, b store.Batch, fresh []*store.Chunk, bt *batchTrace) error {
 	if failpoint.Enabled { // tests only: build tag failpoints
 		failpoint.Inject(failpoint.AfterEmbed)
 	}
@@ -722,7 +698,7 @@ func (w *Worker) commit(ctx context.Context, p *partition, pl *planner, last uin
 		ctx, cancel = context.WithDeadline(ctx, until)
 		defer cancel()
 	}
-	span = bt.start(SpanCommit)
+	span := bt.start(SpanCommit)
 	merged, err := mergeNearDuplicates(ctx, p.shard, b.Records)
 	if err == nil {
 		_, err = p.shard.Apply(ctx, b)
@@ -757,6 +733,9 @@ func (w *Worker) embedInline(ctx context.Context, fresh []*store.Chunk, bt *batc
 		err = embedder.CheckVectors(vecs, len(texts), w.emb.Info().Dims)
 	}
 	endSpan(span, err)
+	if err != nil && ctx.Err() != nil {
+		return // the batch is given up (shutdown, or the batch ahead failed), not the provider
+	}
 	if err != nil {
 		w.inlineOffUntil.Store(time.Now().Add(w.cfg.InlineCooloff).UnixNano())
 		w.log.WarnContext(ctx, "embed batch; chunks wait for the backfill, inline embedding paused", attrCount, len(texts), attrErr, err, "pause", w.cfg.InlineCooloff)

@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"memindex"
+	"memindex/consumer"
 	"memindex/embedder"
 	"memindex/internal/corpus"
 	"memindex/query"
@@ -35,6 +36,7 @@ type benchReport struct {
 	Command     string              `json:"command"`
 	Ingest      []ingestFigure      `json:"ingest,omitempty"`
 	Stages      []stageFigure       `json:"stages,omitempty"`
+	Hot         []hotFigure         `json:"hot,omitempty"` // bench_hot.go
 	Search      []searchFigure      `json:"search,omitempty"`
 	Concurrency []concurrencyFigure `json:"concurrency,omitempty"`
 	Vector      []vectorFigure      `json:"vector,omitempty"`
@@ -63,18 +65,20 @@ type searchFigure struct {
 }
 
 // benchSuites are the parts of the bench, in the order they run.
-var benchSuites = []string{"ingest", "stages", "search", "concurrency", "vector", "locomo", "cluster"}
+var benchSuites = []string{"ingest", "hot", "stages", "search", "concurrency", "vector", "locomo", "cluster"}
 
 // defaultBenchSuites run when --suite is not given: cluster, which starts
 // several workers per run, runs only when asked; locomo only when its files
 // exist.
-var defaultBenchSuites = []string{"ingest", "stages", "search", "concurrency", "vector", "locomo"}
+var defaultBenchSuites = []string{"ingest", "hot", "stages", "search", "concurrency", "vector", "locomo"}
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench", "[flags]")
 	suite := fs.String("suite", env("MEMINDEX_BENCH_SUITE", strings.Join(defaultBenchSuites, ",")), "parts to run, comma-separated: "+strings.Join(benchSuites, ", ")+" (cluster only when named)")
 	locomo := fs.String("locomo", env("MEMINDEX_LOCOMO", "../shared/eval-data/locomo/locomo10.events.jsonl"), "LoCoMo events file (the locomo suite also reads the .queries.jsonl beside it); skipped when absent")
 	messages := fs.Int("messages", 100000, "messages in the generated ingest corpus (ingest and stages suites; 0 skips it)")
+	hotMessages := fs.Int("hot-messages", 100000, "hot suite: messages into one namespace (and, beside it, spread over 100 namespaces); 0 skips it")
+	hotSessions := fs.Int("hot-sessions", 1000, "hot suite: interleaved sessions of the one namespace")
 	sizes := fs.String("search-chunks", "10000,100000", "namespace sizes (chunks) to measure search latency and concurrency at over NATS; empty skips")
 	queries := fs.Int("queries", 400, "search requests per size and mode (cluster suite: per path)")
 	modes := fs.String("modes", "hybrid,keyword,vector", "search modes to measure (search and locomo suites)")
@@ -120,6 +124,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if *hotSessions < 1 {
+		return fmt.Errorf("--hot-sessions %d: want at least 1", *hotSessions)
+	}
 	if *vecQueries < 1 {
 		return fmt.Errorf("--vector-queries %d: want at least 1", *vecQueries)
 	}
@@ -161,8 +168,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rep := benchReport{Date: time.Now().UTC().Format(time.RFC3339), Machine: machineLine(host),
 		Command: "memindex bench " + strings.Join(args, " ")}
 
-	if run["ingest"] || run["search"] || run["concurrency"] {
+	if run["ingest"] || run["hot"] || run["search"] || run["concurrency"] {
 		if err := benchNode(ctx, dir, run, say, &rep, nodeBench{locomo: *locomo, messages: *messages, sizes: searchSizes,
+			hotMessages: *hotMessages, hotSessions: *hotSessions,
 			queries: *queries, modes: *modes, clients: levels, concDur: *concDur}); err != nil {
 			return err
 		}
@@ -214,11 +222,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 type nodeBench struct {
 	locomo   string
 	messages int
-	sizes    []int
-	queries  int
-	modes    string
-	clients  []int
-	concDur  time.Duration
+	// hotMessages and hotSessions size the hot suite (bench_hot.go).
+	hotMessages, hotSessions int
+	sizes                    []int
+	queries                  int
+	modes                    string
+	clients                  []int
+	concDur                  time.Duration
 }
 
 // benchNode starts a node in process and runs the ingest, search and
@@ -262,6 +272,18 @@ func benchNode(ctx context.Context, dir string, run map[string]bool, say func(st
 			rep.Ingest = append(rep.Ingest, fig)
 			say("  %.0f messages/s (%.2fs, %d chunks)", fig.PerSecond, fig.Seconds, fig.Chunks)
 		}
+	}
+	if run["hot"] && nb.hotMessages > 0 {
+		figs, err := benchHot(ctx, n, nb.hotMessages, nb.hotSessions, say)
+		if err != nil {
+			return err
+		}
+		say("hot: the floors, in process over the same %d messages …", nb.hotMessages)
+		floors, err := benchHotFloors(ctx, filepath.Join(dir, "hot"), nb.hotMessages, nb.hotSessions, n.cfg.batch, say)
+		if err != nil {
+			return err
+		}
+		rep.Hot = append(figs, floors...)
 	}
 	if !run["search"] && !run["concurrency"] {
 		return nil
@@ -335,11 +357,15 @@ func machineLine(host string) string {
 
 // generatedEvents returns n message events spread over 100 namespaces and
 // sessions of 100 messages.
-func generatedEvents(n int) [][]byte {
+func generatedEvents(n int) [][]byte { return generatedEventsIn("gen", n) }
+
+// generatedEventsIn is generatedEvents in the namespaces <prefix>-00 to
+// <prefix>-99.
+func generatedEventsIn(prefix string, n int) [][]byte {
 	g := corpus.New(42)
 	out := make([][]byte, 0, n)
 	for s := 0; len(out) < n; s++ {
-		ns := fmt.Sprintf("gen-%02d", s%100)
+		ns := fmt.Sprintf("%s-%02d", prefix, s%100)
 		for _, m := range g.Session(fmt.Sprintf("chat-%d", s), "s1", min(100, n-len(out))) {
 			b, _ := json.Marshal(memindex.Event{Type: memindex.TypeMessage, Namespace: ns, SessionKey: m.SessionKey,
 				SessionID: m.SessionID, Seq: m.Seq, ID: m.ID, Speaker: m.Speaker, Text: m.Text,
@@ -351,7 +377,9 @@ func generatedEvents(n int) [][]byte {
 }
 
 // benchIngest publishes lines and measures until every partition has applied
-// them: messages per second from the first publish to the last commit.
+// them: messages per second from the first publish to the last commit. It
+// waits on the worker's applied sequences (a counter in memory), not on
+// counting the shards' rows, so waiting costs the ingest nothing.
 func benchIngest(ctx context.Context, n *node, name string, lines [][]byte, ns string) (ingestFigure, error) {
 	before := totals(ctx, n)
 	js, err := jetstream.New(n.nc, jetstream.WithPublishAsyncMaxPending(8192))
@@ -359,14 +387,21 @@ func benchIngest(ctx context.Context, n *node, name string, lines [][]byte, ns s
 		return ingestFigure{}, err
 	}
 	start := time.Now()
+	type sent struct {
+		p   int
+		ack jetstream.PubAckFuture
+	}
+	futures := make([]sent, 0, len(lines))
 	for i, l := range lines {
 		m, err := eventMsg(l, ns, false)
 		if err != nil {
 			return ingestFigure{}, err
 		}
-		if _, err := js.PublishMsgAsync(m); err != nil {
+		f, err := js.PublishMsgAsync(m)
+		if err != nil {
 			return ingestFigure{}, err
 		}
+		futures = append(futures, sent{p: partitionOfSubject(m.Subject, n.cfg.partitions), ack: f})
 		if i%4096 == 4095 { // a window of acks in flight
 			<-js.PublishAsyncComplete()
 		}
@@ -376,17 +411,33 @@ func benchIngest(ctx context.Context, n *node, name string, lines [][]byte, ns s
 	case <-ctx.Done():
 		return ingestFigure{}, ctx.Err()
 	}
-	want := before.messages + int64(len(lines))
+	last := map[int]uint64{} // partition -> the last stream sequence published to it
+	for _, f := range futures {
+		select {
+		case a := <-f.ack.Ok():
+			last[f.p] = max(last[f.p], a.Sequence)
+		case err := <-f.ack.Err():
+			return ingestFigure{}, fmt.Errorf("publish: %w", err)
+		}
+	}
+	w := n.newestWorker()
 	for {
-		t := totals(ctx, n)
-		if t.messages >= want {
+		done := true
+		for p, seq := range last {
+			if a, _ := w.Applied(p); a < seq {
+				done = false
+				break
+			}
+		}
+		if done {
 			el := time.Since(start).Seconds()
+			t := totals(ctx, n)
 			return ingestFigure{Corpus: name, Messages: len(lines), Chunks: t.chunks - before.chunks, Seconds: el, PerSecond: float64(len(lines)) / el}, nil
 		}
 		select {
 		case <-ctx.Done():
 			return ingestFigure{}, ctx.Err()
-		case <-time.After(5 * time.Millisecond):
+		case <-time.After(2 * time.Millisecond):
 		}
 	}
 }
@@ -486,4 +537,18 @@ func benchSearch(ctx context.Context, n *node, ns string, size int, mode string,
 	slices.Sort(lat)
 	pct := func(p float64) float64 { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
 	return searchFigure{Chunks: size, Mode: mode, Queries: len(lat), P50Ms: pct(0.50), P90Ms: pct(0.90), P99Ms: pct(0.99), MaxMs: lat[len(lat)-1], Degraded: degraded}, nil
+}
+
+// partitionOfSubject is the partition of an event published on subject
+// (memindex.events.<namespace>).
+func partitionOfSubject(subject string, partitions int) int {
+	return memindex.Partition(strings.TrimPrefix(subject, memindex.EventSubjectPrefix+"."), partitions)
+}
+
+// newestWorker is the worker of the generation being built or served: the
+// one ingesting.
+func (n *node) newestWorker() *consumer.Worker {
+	n.genMu.RLock()
+	defer n.genMu.RUnlock()
+	return n.newest().worker
 }

@@ -20,9 +20,10 @@ type plotSeries struct {
 	X, Y []float64
 }
 
-// plotPanel is one chart.
+// plotPanel is one chart; XLabel names its x axis (default CHUNKS).
 type plotPanel struct {
 	Title  string
+	XLabel string
 	Series []plotSeries
 }
 
@@ -101,7 +102,11 @@ func plotDrawPanel(img *image.Paletted, ox, oy int, p plotPanel) {
 	}
 	plotHLine(img, x0, x0+pw, y0, colInk)
 	plotVLine(img, x0, y0-ph, y0, colInk)
-	plotText(img, x0+pw/2-plotTextWidth("CHUNKS")/2, y0+20, "CHUNKS", colInk)
+	xl := p.XLabel
+	if xl == "" {
+		xl = "CHUNKS"
+	}
+	plotText(img, x0+pw/2-plotTextWidth(xl)/2, y0+20, xl, colInk)
 	for i, s := range p.Series {
 		c := uint8(colFirstSeries + i%(len(plotPalette)-colFirstSeries))
 		var lx, ly int

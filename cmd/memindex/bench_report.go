@@ -52,6 +52,7 @@ func writeTables(w io.Writer, rep benchReport) error {
 		}
 		fmt.Fprintln(w)
 	}
+	writeHotTable(w, rep.Hot)
 	if len(rep.Stages) > 0 {
 		fmt.Fprintln(w, "Ingest per stage (each stage alone over the whole corpus, one goroutine):")
 		fmt.Fprintln(w)
@@ -92,6 +93,33 @@ func writeTables(w io.Writer, rep benchReport) error {
 	writeLocomoTable(w, rep.Locomo)    // bench_locomo.go
 	writeClusterTables(w, rep.Cluster) // bench_cluster.go
 	return nil
+}
+
+// writeHotTable prints the hot suite: memindex end to end beside its
+// floors, each as a rate and as a multiple of memindex's time on the one
+// namespace.
+func writeHotTable(w io.Writer, figs []hotFigure) {
+	if len(figs) == 0 {
+		return
+	}
+	var ref float64
+	for _, f := range figs {
+		if f.System == hotMemindex {
+			ref = f.Seconds
+		}
+	}
+	fmt.Fprintln(w, "Ingest of one hot namespace (memindex over NATS, publish to last commit; the floors in process over the same messages):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| system | messages | sessions | seconds | messages/s | time vs memindex, one namespace |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
+	for _, f := range figs {
+		vs := "—"
+		if ref > 0 && f.Seconds > 0 {
+			vs = fmt.Sprintf("%.2f×", f.Seconds/ref)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %.2f | %s | %s |\n", f.System, benchThousands(f.Messages), benchThousands(f.Sessions), f.Seconds, benchThousands(int(f.PerSecond)), vs)
+	}
+	fmt.Fprintln(w)
 }
 
 // writeGrowthTables prints one table per vector figure: sizes down, variants
@@ -186,6 +214,13 @@ func growthPanels(rep benchReport) []plotPanel {
 			plotPanel{Title: "RSS GROWTH, MIB", Series: series(func(f vectorFigure) float64 { return float64(f.RSSBytes) / (1 << 20) }, "")},
 		)
 	}
+	if len(rep.Hot) > 0 {
+		var ss []plotSeries
+		for _, f := range rep.Hot {
+			ss = append(ss, plotSeries{Name: f.System, X: []float64{float64(f.Messages)}, Y: []float64{f.PerSecond}})
+		}
+		panels = append(panels, plotPanel{Title: "ONE HOT NAMESPACE, MESSAGES/S", XLabel: "MESSAGES", Series: ss})
+	}
 	if len(rep.Search) > 0 {
 		var modes []string
 		for _, f := range rep.Search {
@@ -248,6 +283,7 @@ func renderReports(paths []string, dir string, stdout io.Writer) error {
 		}
 		rep.Ingest = append(rep.Ingest, r.Ingest...)
 		rep.Stages = append(rep.Stages, r.Stages...)
+		rep.Hot = append(rep.Hot, r.Hot...)
 		rep.Search = append(rep.Search, r.Search...)
 		rep.Concurrency = append(rep.Concurrency, r.Concurrency...)
 		rep.Vector = append(rep.Vector, r.Vector...)

@@ -29,7 +29,7 @@ func TestBenchSuiteAtATinySize(t *testing.T) {
 	defer cancel()
 	out, cache := t.TempDir(), t.TempDir()
 	args := []string{"--out", out, "--cache", cache, "--locomo", filepath.Join(t.TempDir(), "absent.jsonl"),
-		"--messages", "300", "--search-chunks", "300", "--queries", "5", "--modes", "hybrid,vector",
+		"--messages", "300", "--hot-messages", "300", "--hot-sessions", "20", "--search-chunks", "300", "--queries", "5", "--modes", "hybrid,vector",
 		"--clients", "1,4", "--concurrency-duration", "200ms",
 		"--sizes", "300,1200", "--vector-queries", "6"}
 	var stdout, stderr bytes.Buffer
@@ -47,6 +47,16 @@ func TestBenchSuiteAtATinySize(t *testing.T) {
 
 	if len(rep.Ingest) != 1 || rep.Ingest[0].Messages != 300 || rep.Ingest[0].Chunks < 1 {
 		t.Errorf("ingest = %+v, want one corpus of 300 messages with chunks", rep.Ingest)
+	}
+	var hot []string
+	for _, f := range rep.Hot {
+		hot = append(hot, f.System)
+		if f.Messages != 300 || f.Seconds <= 0 || f.PerSecond <= 0 {
+			t.Errorf("hot %+v: want 300 messages, time spent and a rate", f)
+		}
+	}
+	if want := []string{hotMemindex, hotMemindexMany, hotFTSBatch, hotFTSOne, hotEmbed1, hotEmbedN}; !slices.Equal(hot, want) {
+		t.Errorf("hot systems = %v, want %v", hot, want)
 	}
 	var stages []string
 	for _, s := range rep.Stages {
@@ -89,7 +99,7 @@ func TestBenchSuiteAtATinySize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| vectors | variant |", "Growth, vector leg p50 ms", "| decode |", "| 1,200 | memindex |"} {
+	for _, want := range []string{"| vectors | variant |", "Growth, vector leg p50 ms", "| decode |", "| 1,200 | memindex |", "| " + hotFTSOne + " | 300 | 20 |"} {
 		if !bytes.Contains(md, []byte(want)) {
 			t.Errorf("tables.md lacks %q", want)
 		}

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/sourcegraph/conc/pool"
+
+	"memindex"
+	"memindex/chunker"
+	"memindex/embedder"
+	"memindex/internal/corpus"
+)
+
+// The hot suite (issue 13 item 3): one namespace, so one partition and one
+// SQLite writer, with many interleaved sessions, ingested over NATS end to
+// end; beside it in the same run the same messages spread over many
+// namespaces, and the floors in process over the same messages: plain FTS5
+// inserting one row a message (one transaction per batch of the worker's
+// size, and one transaction for all), and the built-in embedder alone on the
+// texts the worker embeds.
+
+// hotFigure is one system's time over the hot suite's messages.
+type hotFigure struct {
+	System    string  `json:"system"`
+	Messages  int     `json:"messages"`
+	Sessions  int     `json:"sessions"`
+	Seconds   float64 `json:"seconds"`
+	PerSecond float64 `json:"messagesPerSecond"`
+}
+
+// Systems of the hot suite, as its table names them.
+const (
+	hotMemindex     = "memindex over NATS, one namespace"
+	hotMemindexMany = "memindex over NATS, 100 namespaces"
+	hotFTSBatch     = "plain FTS5, one tx per batch"
+	hotFTSOne       = "plain FTS5, one tx"
+	hotEmbed1       = "built-in embedder, 1 goroutine"
+	hotEmbedN       = "built-in embedder, all CPUs"
+)
+
+// hotNamespace is the namespace the hot suite ingests into.
+const hotNamespace = "bench-hot"
+
+// hotEvents returns n message events of one namespace over sessions
+// sessions, interleaved: message i is the (i/sessions+1)-th of session
+// i%sessions, as a tenant's many live conversations arrive.
+func hotEvents(n, sessions int) [][]byte {
+	g := corpus.New(13)
+	out := make([][]byte, 0, n)
+	for i := range n {
+		s := i % sessions
+		seq := int64(i/sessions + 1)
+		key := fmt.Sprintf("chat-%d", s)
+		b, _ := json.Marshal(memindex.Event{Type: memindex.TypeMessage, Namespace: hotNamespace, SessionKey: key,
+			SessionID: "s1", Seq: seq, ID: fmt.Sprintf("%s/s1/%d", key, seq), Speaker: g.Speakers[int(seq)%len(g.Speakers)],
+			Text: g.Sentence(12 + (i*7)%24), Timestamp: "2026-11-30T09:00:00Z"})
+		out = append(out, b)
+	}
+	return out
+}
+
+// benchHot runs the hot suite's memindex cases on n: the hot namespace,
+// then the many-namespaces corpus of the same size.
+func benchHot(ctx context.Context, n *node, messages, sessions int, say func(string, ...any)) ([]hotFigure, error) {
+	var out []hotFigure
+	for _, c := range []struct {
+		system   string
+		sessions int
+		lines    [][]byte
+	}{
+		{hotMemindex, sessions, hotEvents(messages, sessions)},
+		{hotMemindexMany, (messages + 99) / 100, generatedEventsIn("bench-many", messages)},
+	} {
+		say("hot: %s, %d messages in %d sessions …", c.system, messages, c.sessions)
+		fig, err := benchIngest(ctx, n, c.system, c.lines, "")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, hotFigure{System: c.system, Messages: len(c.lines), Sessions: c.sessions, Seconds: fig.Seconds, PerSecond: fig.PerSecond})
+		say("  %.0f messages/s (%.2fs)", fig.PerSecond, fig.Seconds)
+	}
+	return out, nil
+}
+
+// hotMessage is a hot event decoded for the floors.
+type hotMessage struct {
+	memindex.Event
+	at time.Time
+}
+
+// benchHotFloors times the floors over the hot namespace's messages: plain
+// FTS5 in a SQLite file in dir (WAL, synchronous NORMAL, as a shard) with a
+// transaction per batch messages and with one, and the built-in embedder
+// on each message's embedded text (its context as the chunker makes it).
+func benchHotFloors(ctx context.Context, dir string, messages, sessions, batch int, say func(string, ...any)) ([]hotFigure, error) {
+	lines := hotEvents(messages, sessions)
+	msgs := make([]hotMessage, len(lines))
+	for i, l := range lines {
+		e, err := memindex.DecodeEvent(l)
+		if err != nil {
+			return nil, fmt.Errorf("decode event %d: %w", i, err)
+		}
+		msgs[i] = hotMessage{Event: e, at: e.Time()}
+	}
+	var out []hotFigure
+	fig := func(system string, t time.Time) {
+		el := time.Since(t).Seconds()
+		out = append(out, hotFigure{System: system, Messages: len(msgs), Sessions: sessions, Seconds: el, PerSecond: float64(len(msgs)) / el})
+		say("  %-34s %7.2fs  %9.0f messages/s", system, el, float64(len(msgs))/el)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	for _, c := range []struct {
+		system string
+		per    int
+	}{{hotFTSBatch, batch}, {hotFTSOne, len(msgs)}} {
+		t := time.Now()
+		if err := plainFTS5(ctx, filepath.Join(dir, fmt.Sprintf("fts-%d.db", c.per)), msgs, c.per); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.system, err)
+		}
+		fig(c.system, t)
+	}
+
+	texts := hotEmbedTexts(msgs)
+	emb, err := embedder.NewBuiltin(embedder.BuiltinConfig{Dims: vecDims})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range []struct {
+		system string
+		procs  int
+	}{{hotEmbed1, 1}, {hotEmbedN, runtime.NumCPU()}} {
+		t := time.Now()
+		if err := embedAll(ctx, emb, texts, c.procs); err != nil {
+			return nil, err
+		}
+		fig(c.system, t)
+	}
+	return out, nil
+}
+
+// plainFTS5 inserts msgs into a new FTS5 table at path, one transaction per
+// per messages.
+func plainFTS5(ctx context.Context, path string, msgs []hotMessage, per int) error {
+	for _, s := range []string{"", "-wal", "-shm"} {
+		os.Remove(path + s)
+	}
+	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.ExecContext(ctx, `CREATE VIRTUAL TABLE msg USING fts5(body, session_key UNINDEXED, session_id UNINDEXED, seq UNINDEXED, message_id UNINDEXED, ts UNINDEXED)`); err != nil {
+		return err
+	}
+	for start := 0; start < len(msgs); start += per {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		st, err := tx.PrepareContext(ctx, `INSERT INTO msg(body, session_key, session_id, seq, message_id, ts) VALUES (?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			tx.Rollback()
+			return err
+		}
+		for _, m := range msgs[start:min(start+per, len(msgs))] {
+			if _, err := st.ExecContext(ctx, m.Speaker+": "+m.Text, m.SessionKey, m.SessionID, m.Seq, m.ID, m.at.Unix()); err != nil {
+				st.Close()
+				tx.Rollback()
+				return err
+			}
+		}
+		st.Close()
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hotEmbedTexts returns the text the worker embeds for each of msgs: the
+// message with its context (date, the two messages before it).
+func hotEmbedTexts(msgs []hotMessage) []string {
+	bySession := map[string][]chunker.Message{}
+	var order []string
+	for _, m := range msgs {
+		k := m.SessionKey + "\x00" + m.SessionID
+		if _, ok := bySession[k]; !ok {
+			order = append(order, k)
+		}
+		bySession[k] = append(bySession[k], chunker.Message{Seq: m.Seq, ID: m.ID, Role: m.Role, Speaker: m.Speaker, Text: m.Text, Time: m.at})
+	}
+	cc := chunker.Config{BudgetTokens: 400}
+	texts := make([]string, 0, len(msgs))
+	for _, k := range order {
+		for _, c := range chunker.Session(cc, hotNamespace+"\x00"+k, bySession[k]) {
+			texts = append(texts, chunker.EmbedText(c.Context, c.Text))
+		}
+	}
+	return texts
+}
+
+// embedAll embeds texts with emb in batches of 64 on procs goroutines.
+func embedAll(ctx context.Context, emb embedder.Embedder, texts []string, procs int) error {
+	const per = 64
+	p := pool.New().WithErrors().WithContext(ctx).WithMaxGoroutines(procs)
+	for start := 0; start < len(texts); start += per {
+		part := texts[start:min(start+per, len(texts))]
+		p.Go(func(ctx context.Context) error {
+			_, err := emb.Embed(ctx, embedder.Request{Texts: part, Kind: embedder.KindDocument})
+			return err
+		})
+	}
+	return p.Wait()
+}

@@ -1,0 +1,285 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/sourcegraph/conc"
+
+	"memindex"
+	"memindex/store"
+)
+
+// The ingest pipeline of a partition has two stages. The fetch stage
+// collects the next batch from the pull subscription, checks its delivery
+// sequence and decodes its events, skips what the shard will hold once the
+// batches ahead commit, and plans and embeds the rest (prepare); meanwhile
+// the commit stage (process) commits and acknowledges the batch before it.
+// A batch is planned before the one ahead commits only from what that
+// batch's plan leaves (plan_after.go); when that is not enough, its
+// planning waits for the commit. The stages meet at an unbuffered channel,
+// so at most one batch waits prepared while another commits. The exactly-
+// once argument is unchanged: the delivery-gap check (inSequence) runs on
+// every delivery, in order; batches commit and are acknowledged one after
+// the other in delivery order, each recording its last sequence in its
+// transaction; a batch prepared after one that fails to commit is dropped
+// unacknowledged, and the consumer is re-positioned from the shard.
+
+// fetched is one batch as the fetch stage hands it to the commit stage: its
+// messages in delivery order with their stream sequences and, decoded ahead,
+// their events or the reasons they can never apply.
+type fetched struct {
+	msgs   []jetstream.Msg
+	seqs   []uint64
+	events []memindex.Event
+	errs   []error
+	bytes  int
+	// decode is the time the fetch stage spent decoding.
+	decode time.Duration
+}
+
+// add decodes m, with its metadata md, into b.
+func (b *fetched) add(l memindex.Limits, m jetstream.Msg, md *jetstream.MsgMetadata) {
+	t := time.Now()
+	e, err := decodeMsg(l, m.Subject(), m.Data(), md.Timestamp)
+	b.decode += time.Since(t)
+	b.msgs = append(b.msgs, m)
+	b.seqs = append(b.seqs, md.Sequence.Stream)
+	b.events = append(b.events, e)
+	b.errs = append(b.errs, err)
+	b.bytes += len(m.Data())
+}
+
+// consumeOnce runs partition p's pipeline on one pull subscription until ctx
+// ends (nil) or a stage fails (its error).
+func (w *Worker) consumeOnce(ctx context.Context, p *partition) error {
+	it, err := (*p.cons.Load()).Messages(jetstream.PullMaxMessages(2 * w.cfg.BatchSize))
+	if err != nil {
+		return fmt.Errorf("messages: %w", err)
+	}
+	defer it.Stop()
+	p.bound.Store(true)
+	defer p.bound.Store(false)
+
+	batches := make(chan *prepared)
+	pp := &pipeline{applied: p.applied.Load(), wake: make(chan struct{}, 1)}
+	fctx, stopFetch := context.WithCancel(ctx)
+	var fetchErr error
+	var wg conc.WaitGroup
+	wg.Go(func() {
+		defer close(batches)
+		fetchErr = w.fetch(fctx, p, it, pp, batches)
+	})
+	defer func() { stopFetch(); wg.Wait() }()
+	for b := range batches {
+		// The batch in hand is finished even when ctx ends meanwhile, within
+		// a grace period: a commit that keeps failing must not hold shutdown.
+		bctx, cancel := graceContext(ctx, shutdownGrace)
+		err := w.process(bctx, p, b)
+		cancel()
+		if err != nil {
+			return err // the batch prepared meanwhile, if any, is dropped unacknowledged
+		}
+		pp.committed.Add(1)
+		select {
+		case pp.wake <- struct{}{}:
+		default:
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return fetchErr
+}
+
+// pipeline is what the two stages of one consumeOnce share.
+type pipeline struct {
+	// committed counts the batches the commit stage finished; wake is
+	// signalled after each.
+	committed atomic.Uint64
+	wake      chan struct{}
+	// The fetch stage's own: the batches it handed over, the applied
+	// sequence once they all commit, and what the last one's plan left
+	// (nil: the next plan waits for the commits).
+	handed  uint64
+	applied uint64
+	prev    *afterBatch
+}
+
+// prepared is a batch the fetch stage hands to the commit stage: its
+// messages with what became of each, and its plan with its new chunks
+// embedded (batch nil: the commit stage plans it).
+type prepared struct {
+	f       *fetched
+	bt      *batchTrace
+	stats   BatchStats
+	pl      *planner
+	dead    []deadLetter
+	last    uint64 // the batch's highest stream sequence
+	applied uint64 // the applied sequence the batch was filtered against
+	fresh   int    // messages after applied
+	batch   *store.Batch
+	chunks  []*store.Chunk
+	took    time.Duration // spent in the fetch stage
+}
+
+// fetch collects batches from it, prepares them and hands them to out in
+// delivery order until ctx ends (nil), a delivery is missing (ErrDeliveryGap:
+// the batch being collected is dropped) or the subscription fails. A batch
+// holds up to BatchSize events, waiting at most BatchWait for the next; once
+// the partition is behind (see batchLimit) up to MaxBatch, and never more
+// than MaxBatchBytes of payload.
+func (w *Worker) fetch(ctx context.Context, p *partition, it jetstream.MessagesContext, pp *pipeline, out chan<- *prepared) error {
+	// Every consumeOnce runs on a consumer positioned just before (Add, or
+	// consume after an error), whose deliveries are numbered from 1; see
+	// inSequence.
+	var delivered uint64
+	for {
+		first, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("next: %w", err)
+		}
+		md, err := inSequence(p.id, first, &delivered)
+		if err != nil {
+			return err
+		}
+		b := &fetched{}
+		b.add(w.cfg.Limits, first, md)
+		for len(b.msgs) < w.batchLimit(md, pp) && b.bytes < w.cfg.MaxBatchBytes {
+			m, err := it.Next(jetstream.NextMaxWait(w.cfg.BatchWait))
+			if err != nil {
+				break
+			}
+			if md, err = inSequence(p.id, m, &delivered); err != nil {
+				return err
+			}
+			b.add(w.cfg.Limits, m, md)
+		}
+		pb, ok := w.prepare(ctx, p, pp, b)
+		if !ok || !handOver(ctx, pb, out, w.cfg.AckWait/3) {
+			if pb != nil {
+				pb.bt.end(ctx.Err())
+			}
+			return nil
+		}
+		pp.handed++
+	}
+}
+
+// prepare decides the fate of each message of b against the applied
+// sequence the shard will hold once every batch handed over commits:
+// already applied (skipped), never applicable (a dead letter) or indexed;
+// and plans and embeds the indexed ones. It plans before the batches ahead
+// commit when what the last one's plan left is enough, and otherwise waits
+// for their commits (false: ctx ended meanwhile). A plan that fails is left
+// to the commit stage, which plans again and retries.
+func (w *Worker) prepare(ctx context.Context, p *partition, pp *pipeline, b *fetched) (*prepared, bool) {
+	start := time.Now()
+	pb := &prepared{f: b, applied: pp.applied, pl: newPlanner()}
+	pb.bt = w.trace.begin(ctx, p.id, ConsumerName(w.cfg.ConsumerPrefix, p.id), len(b.msgs))
+	tctx := pb.bt.context(ctx)
+	defer func() { pb.took = b.decode + time.Since(start) }()
+	for i, m := range b.msgs {
+		seq := b.seqs[i]
+		pb.last = max(pb.last, seq)
+		if seq <= pb.applied {
+			pb.stats.Duplicate++
+			pb.bt.message(tctx, m, seq, OutcomeDuplicate, "")
+			continue // a redelivery of what the shard already holds
+		}
+		pb.fresh++
+		if err := b.errs[i]; err != nil {
+			mctx := pb.bt.message(tctx, m, seq, OutcomeDLQ, err.Error())
+			pb.dead = append(pb.dead, deadLetter{msg: m, seq: seq, reason: err.Error(), ctx: mctx})
+			continue
+		}
+		pb.bt.message(tctx, m, seq, OutcomeIndexed, "")
+		pb.pl.add(b.events[i])
+	}
+	pb.stats.DLQ, pb.stats.Indexed = len(pb.dead), pb.fresh-len(pb.dead)
+	if pb.fresh == 0 {
+		return pb, true
+	}
+	pp.applied = max(pp.applied, pb.last)
+	prev := pp.prev
+	pp.prev = nil
+	if pp.committed.Load() < pp.handed {
+		if prev != nil {
+			bt, chunks, after, err := w.plan(tctx, p, pb.pl, pb.last, prev, pb.bt)
+			if err == nil {
+				pb.batch, pb.chunks, pp.prev = &bt, chunks, after
+				return pb, true
+			}
+			if !errors.Is(err, errNeedsCommit) {
+				return pb, true
+			}
+		}
+		if !waitCommitted(ctx, pp, b.msgs, w.cfg.AckWait/3) {
+			return pb, false
+		}
+	}
+	bt, chunks, after, err := w.plan(tctx, p, pb.pl, pb.last, nil, pb.bt)
+	if err == nil {
+		pb.batch, pb.chunks, pp.prev = &bt, chunks, after
+	}
+	return pb, true
+}
+
+// waitCommitted waits until the commit stage has finished every batch
+// handed to it, with InProgress heartbeats for msgs every interval. It
+// reports false when ctx ended first.
+func waitCommitted(ctx context.Context, pp *pipeline, msgs []jetstream.Msg, every time.Duration) bool {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for pp.committed.Load() < pp.handed {
+		select {
+		case <-pp.wake:
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			for _, m := range msgs {
+				_ = m.InProgress()
+			}
+		}
+	}
+	return true
+}
+
+// batchLimit is the size of the batch being collected, whose latest
+// delivery has metadata md: MaxBatch while the partition is behind (more
+// than BatchSize events wait in the stream) and the commit stage is busy
+// with the batch before, else BatchSize: an idle commit stage gets a batch
+// as soon as one is full.
+func (w *Worker) batchLimit(md *jetstream.MsgMetadata, pp *pipeline) int {
+	if md.NumPending >= uint64(w.cfg.BatchSize) && pp.committed.Load() < pp.handed {
+		return w.cfg.MaxBatch
+	}
+	return w.cfg.BatchSize
+}
+
+// handOver sends b to out, with InProgress heartbeats for its messages every
+// interval while the commit stage is busy, so that waiting does not trigger
+// redelivery. It reports false when ctx ended first.
+func handOver(ctx context.Context, pb *prepared, out chan<- *prepared, every time.Duration) bool {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case out <- pb:
+			return true
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			for _, m := range pb.f.msgs {
+				_ = m.InProgress()
+			}
+		}
+	}
+}
