@@ -31,6 +31,25 @@ type StatusResponse struct {
 	Group          string `json:"group,omitempty"`
 	Replicas       int    `json:"replicas,omitempty"`
 	GroupMembers   int    `json:"groupMembers,omitempty"`
+	// Memory is the worker's memory: its bound and what holds it (nil from
+	// clients' backends).
+	Memory *MemoryStatus `json:"memory,omitempty"`
+}
+
+// MemoryStatus is a worker's memory. LimitBytes is its --memory-limit (0:
+// none); from it the worker derives the Go heap's soft limit
+// (GoLimitBytes, debug.SetMemoryLimit) and the SQLite page caches of every
+// shard it holds, at most SQLiteCacheBytes together. HeapBytes is the Go
+// heap in use, of which the shards' keyword and vector indexes
+// (IndexBytes, estimated); RSSBytes the process's resident memory (0 where
+// it cannot be read).
+type MemoryStatus struct {
+	LimitBytes       int64 `json:"limitBytes"`
+	GoLimitBytes     int64 `json:"goLimitBytes"`
+	SQLiteCacheBytes int64 `json:"sqliteCacheBytes"`
+	HeapBytes        int64 `json:"heapBytes"`
+	IndexBytes       int64 `json:"indexBytes"`
+	RSSBytes         int64 `json:"rssBytes"`
 }
 
 // SwitchStatus describes a switch from one vector space (provider/model/
@@ -77,6 +96,13 @@ type PartitionStatus struct {
 	// OldestWaitSeconds is how long the chunk waiting longest for a vector
 	// has waited (0 when none waits).
 	OldestWaitSeconds float64 `json:"oldestWaitSeconds"`
+	// KeywordIndex says what ranks keyword searches: "memory" (the shard's
+	// keyword index) or "fts5: " and why (loading at start, or dropped).
+	// KeywordIndexBytes and VectorIndexBytes estimate the heap of the
+	// shard's two in-memory indexes.
+	KeywordIndex      string `json:"keywordIndex,omitempty"`
+	KeywordIndexBytes int64  `json:"keywordIndexBytes,omitempty"`
+	VectorIndexBytes  int64  `json:"vectorIndexBytes,omitempty"`
 	Namespaces        int64   `json:"namespaces"`
 	DLQ               uint64  `json:"dlq"`
 	// RecordsMerged counts memory record upserts since start that updated a

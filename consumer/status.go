@@ -37,6 +37,7 @@ func (w *Worker) Status(ctx context.Context) []memindex.PartitionStatus {
 		if st, err := p.shard.Stats(ctx); err == nil {
 			ps.Messages, ps.Chunks, ps.Sessions = st.Messages, st.Chunks, st.Sessions
 			ps.VectorsWaiting, ps.Namespaces = st.VectorsWaiting, st.Namespaces
+			ps.KeywordIndex, ps.KeywordIndexBytes, ps.VectorIndexBytes = st.KeywordIndex, st.KeywordIndexBytes, st.VectorIndexBytes
 			if !st.OldestWaiting.IsZero() {
 				ps.OldestWaitSeconds = time.Since(st.OldestWaiting).Seconds()
 			}

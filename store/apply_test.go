@@ -73,7 +73,10 @@ func TestApplyReadBack(t *testing.T) {
 	if stats.KeywordIndex != "memory" || stats.KeywordIndexBytes <= 0 {
 		t.Errorf("Stats() keyword index %q of %d bytes, want memory", stats.KeywordIndex, stats.KeywordIndexBytes)
 	}
-	stats.KeywordIndex, stats.KeywordIndexBytes = "", 0
+	if stats.VectorIndexBytes < 3*testDims {
+		t.Errorf("Stats().VectorIndexBytes = %d for 3 vectors of %d dims", stats.VectorIndexBytes, testDims)
+	}
+	stats.KeywordIndex, stats.KeywordIndexBytes, stats.VectorIndexBytes = "", 0, 0
 	if want := (Stats{AppliedSeq: 10, Messages: 4, Chunks: 5, Sessions: 1, Namespaces: 1, VectorsWaiting: 2}); stats != want {
 		t.Errorf("Stats() = %+v, want %+v", stats, want)
 	}

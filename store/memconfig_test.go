@@ -53,3 +53,29 @@ func TestMemorySettingsReachEveryConnection(t *testing.T) {
 		t.Fatal("Validate accepted a negative cache")
 	}
 }
+
+func TestMemoryBudget(t *testing.T) {
+	for _, tc := range []struct {
+		limit         int64
+		shards, conns int
+		kib           int
+		sqlite, goLim int64
+		fail          bool
+	}{
+		{1 << 30, 16, 4, 3276, 16 * 5 * 3276 << 10, 1<<30 - 16*5*3276<<10, false},
+		{4 << 30, 1, 0, 209715, 5 * 209715 << 10, 4<<30 - 5*209715<<10, false},
+		{256 << 20, 64, 4, 512, 64 * 5 * 512 << 10, 256<<20 - 64*5*512<<10, false},
+		{128 << 20, 64, 4, 0, 0, 0, true}, // 160 MiB of minimal caches
+	} {
+		kib, sq, gl, err := MemoryBudget(tc.limit, tc.shards, tc.conns)
+		if tc.fail {
+			if err == nil {
+				t.Errorf("MemoryBudget(%d, %d, %d) = %d, %d, %d; want an error", tc.limit, tc.shards, tc.conns, kib, sq, gl)
+			}
+			continue
+		}
+		if err != nil || kib != tc.kib || sq != tc.sqlite || gl != tc.goLim || sq+gl != tc.limit {
+			t.Errorf("MemoryBudget(%d, %d, %d) = %d KiB, %d, %d, %v; want %d KiB, %d, %d", tc.limit, tc.shards, tc.conns, kib, sq, gl, err, tc.kib, tc.sqlite, tc.goLim)
+		}
+	}
+}

@@ -259,6 +259,7 @@ func (s *Shard) Stats(ctx context.Context) (Stats, error) {
 	if oldest > 0 {
 		st.OldestWaiting = time.Unix(oldest, 0)
 	}
+	st.VectorIndexBytes = s.index.bytes()
 	st.KeywordIndex = "fts5"
 	if kw := s.kw.Load(); kw != nil {
 		st.KeywordIndex, st.KeywordIndexBytes = "memory", kw.stats().bytes

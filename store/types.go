@@ -195,4 +195,7 @@ type Stats struct {
 	// postings, per-row fields and dictionary).
 	KeywordIndex      string
 	KeywordIndexBytes int64
+	// VectorIndexBytes estimates the heap of the in-memory vector index
+	// (int8 codes and per-vector fields).
+	VectorIndexBytes int64
 }

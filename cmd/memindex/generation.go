@@ -142,8 +142,9 @@ func (n *node) openGeneration(ctx context.Context, name, space string, dims int,
 	owned := n.own.initial // nil in a dynamic group: partitions come with leases
 	seams := make(map[int]consumer.Shard, len(owned))
 	for _, p := range owned {
-		sh, err := store.Open(ctx, shardPath(g.dir, p), store.Config{Dims: dims, Space: space, NoSqliteVec: c.noSqliteVec,
-			OnReindex: reindexProgress(n.log, p)})
+		sc := c.shardConfig(dims, space)
+		sc.OnReindex = reindexProgress(n.log, p)
+		sh, err := store.Open(ctx, shardPath(g.dir, p), sc)
 		if errors.Is(err, store.ErrOldUnits) {
 			return nil, fmt.Errorf("partition %d: %w: a search now returns one message a hit; stop every worker on this data directory and run `memindex rebuild --all --data %s` (the next serve rebuilds each shard from the stream), or `memindex rebuild --partition %d --data %s` for this one", p, err, c.data, p, c.data)
 		}

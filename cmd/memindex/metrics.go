@@ -182,6 +182,7 @@ type statusCollector struct {
 
 	pending, ackPending, applied, waiting, wal, dlq *prometheus.Desc
 	cacheHits, cacheMisses, breaker                 *prometheus.Desc
+	memLimit, memHeap, memRSS, memSQLite, indexes   *prometheus.Desc
 }
 
 func newStatusCollector(n *node) *statusCollector {
@@ -197,13 +198,18 @@ func newStatusCollector(n *node) *statusCollector {
 		cacheHits:  prometheus.NewDesc("memindex_embed_cache_hits_total", "Texts whose vector the embedding cache held.", nil, nil),
 		cacheMisses: prometheus.NewDesc("memindex_embed_cache_misses_total",
 			"Texts the embedding cache did not hold (embedded by the provider).", nil, nil),
-		breaker: prometheus.NewDesc("memindex_breaker_state", "The provider's circuit breaker: 0 closed, 1 half-open, 2 open (absent for the built-in embedder).", []string{labelProvider}, nil),
+		memLimit:  prometheus.NewDesc("memindex_memory_limit_bytes", "The worker's --memory-limit (0: none).", nil, nil),
+		memHeap:   prometheus.NewDesc("memindex_memory_heap_bytes", "Go heap in use (live and not yet collected objects).", nil, nil),
+		memRSS:    prometheus.NewDesc("memindex_memory_rss_bytes", "Resident memory of the worker process.", nil, nil),
+		memSQLite: prometheus.NewDesc("memindex_sqlite_cache_bound_bytes", "Most the SQLite page caches of the worker's shards may hold together.", nil, nil),
+		indexes:   prometheus.NewDesc("memindex_index_bytes", "Estimated heap of a partition shard's in-memory index (keyword or vector).", []string{labelPartition, "index"}, nil),
+		breaker:   prometheus.NewDesc("memindex_breaker_state", "The provider's circuit breaker: 0 closed, 1 half-open, 2 open (absent for the built-in embedder).", []string{labelProvider}, nil),
 	}
 }
 
 // Describe sends the descriptions of the status gauges.
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.pending, c.ackPending, c.applied, c.waiting, c.wal, c.dlq, c.cacheHits, c.cacheMisses, c.breaker} {
+	for _, d := range []*prometheus.Desc{c.pending, c.ackPending, c.applied, c.waiting, c.wal, c.dlq, c.cacheHits, c.cacheMisses, c.breaker, c.memLimit, c.memHeap, c.memRSS, c.memSQLite, c.indexes} {
 		ch <- d
 	}
 }
@@ -228,6 +234,8 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.applied, float64(p.AppliedSeq), l)
 		gauge(c.waiting, float64(p.VectorsWaiting), l)
 		gauge(c.dlq, float64(p.DLQ), l)
+		gauge(c.indexes, float64(p.KeywordIndexBytes), l, "keyword")
+		gauge(c.indexes, float64(p.VectorIndexBytes), l, "vector")
 		if sh, ok := shards[p.Partition]; ok {
 			var size int64
 			if fi, err := os.Stat(sh.Path() + "-wal"); err == nil {
@@ -235,6 +243,12 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			gauge(c.wal, float64(size), l)
 		}
+	}
+	if m := st.Memory; m != nil {
+		gauge(c.memLimit, float64(m.LimitBytes))
+		gauge(c.memHeap, float64(m.HeapBytes))
+		gauge(c.memRSS, float64(m.RSSBytes))
+		gauge(c.memSQLite, float64(m.SQLiteCacheBytes))
 	}
 	ch <- prometheus.MustNewConstMetric(c.cacheHits, prometheus.CounterValue, float64(st.Embedder.CacheHits))
 	ch <- prometheus.MustNewConstMetric(c.cacheMisses, prometheus.CounterValue, float64(st.Embedder.CacheMisses))

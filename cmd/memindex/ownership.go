@@ -229,13 +229,13 @@ func (n *node) gain(ctx context.Context, p int, owner bool, fence time.Time) err
 				n.log.Warn("restore partition from a snapshot; rebuilding it from the stream", "partition", p, "err", err)
 			}
 		}
-		sh, err := store.Open(ctx, path, store.Config{Dims: g.dims, Space: g.space, NoSqliteVec: n.cfg.noSqliteVec})
+		sh, err := store.Open(ctx, path, n.cfg.shardConfig(g.dims, g.space))
 		if errors.Is(err, store.ErrOldUnits) {
 			// Windows of an older memindex: a gained partition is rebuilt
 			// from the stream anyway, so start it afresh.
 			n.log.Warn("shard holds session windows of an older memindex; rebuilding it from the stream", "partition", p)
 			if _, err = removeShard(path); err == nil {
-				sh, err = store.Open(ctx, path, store.Config{Dims: g.dims, Space: g.space, NoSqliteVec: n.cfg.noSqliteVec})
+				sh, err = store.Open(ctx, path, n.cfg.shardConfig(g.dims, g.space))
 			}
 		}
 		if err != nil {

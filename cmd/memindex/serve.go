@@ -50,6 +50,13 @@ type serveConfig struct {
 	consumerInactive time.Duration
 	provider         providerFlags
 	cacheMax         int64
+	// memoryLimit (--memory-limit) bounds the worker's memory: the shards'
+	// SQLite page caches and the Go heap's soft limit derived from it
+	// (memory.go).
+	memoryLimit      sizeFlag
+	shardCacheKiB    int
+	sqliteCacheBytes int64
+	goMemLimit       int64
 	rateLimit        embedder.RateLimitConfig
 	rrfVector        float64
 	rrfKeyword       float64
@@ -106,6 +113,12 @@ func runServe(ctx context.Context, args []string) error {
 	fs.IntVar(&c.breaker.Failures, "breaker-failures", envInt("MEMINDEX_BREAKER_FAILURES", 5), "consecutive provider failures that open the circuit breaker (MEMINDEX_BREAKER_FAILURES)")
 	fs.DurationVar(&c.breaker.Cooldown, "breaker-cooldown", 30*time.Second, "how long an open breaker waits before a probe")
 	fs.Int64Var(&c.cacheMax, "cache-max-bytes", int64(envInt("MEMINDEX_CACHE_MAX_BYTES", 1<<30)), "embedding cache size bound; least recently used entries go first; 0: unbounded (MEMINDEX_CACHE_MAX_BYTES)")
+	if v := os.Getenv("MEMINDEX_MEMORY_LIMIT"); v != "" {
+		if err := c.memoryLimit.Set(v); err != nil {
+			return fmt.Errorf("MEMINDEX_MEMORY_LIMIT: %w", err)
+		}
+	}
+	fs.Var(&c.memoryLimit, "memory-limit", "bound of the worker's memory, e.g. 2GiB: a quarter goes to the SQLite page caches of the partitions it may hold (no file mapping), the rest is the Go heap's soft limit, which holds the keyword and vector indexes; status reports the split and what is used; 0: no bound (SQLite defaults: 32,000 KiB a connection, 256 MiB mapped) (MEMINDEX_MEMORY_LIMIT)")
 	fs.IntVar(&c.batch, "batch", envInt("MEMINDEX_BATCH", 1000), "most events applied in one transaction (MEMINDEX_BATCH)")
 	fs.IntVar(&c.embedBatch, "embed-batch", envInt("MEMINDEX_EMBED_BATCH", 64), "texts per embedding request (MEMINDEX_EMBED_BATCH)")
 	fs.IntVar(&c.embedConc, "embed-concurrency", envInt("MEMINDEX_EMBED_CONCURRENCY", 4), "embedding requests in flight (MEMINDEX_EMBED_CONCURRENCY)")
@@ -261,6 +274,9 @@ func startNode(ctx context.Context, c serveConfig, log *slog.Logger) (_ *node, e
 		return nil, err
 	}
 	n.cfg.partitions = c.partitions
+	if err := n.cfg.applyMemoryLimit(c.partitions); err != nil {
+		return nil, err
+	}
 	if err := n.initOwnership(); err != nil {
 		return nil, err
 	}
@@ -334,6 +350,7 @@ func (n *node) status(ctx context.Context) memindex.StatusResponse {
 			CacheHits: st.Hits, CacheMisses: st.Misses, CacheEntries: cs.Entries, CacheBytes: cs.Bytes,
 			CacheMaxBytes: cs.MaxBytes, CacheEvictions: cs.Evictions},
 		Partitions: parts, Switch: n.switchStatus(ctx),
+		Memory: n.cfg.memoryStatus(parts),
 	}
 	resp.DLQ = resp.Total().DLQ
 	n.ownershipStatus(&resp)

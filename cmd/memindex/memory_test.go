@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"math"
+	"runtime/debug"
+	"strconv"
+	"testing"
+	"time"
+
+	"memindex"
+	"memindex/client"
+	"memindex/store"
+)
+
+func TestParseByteSize(t *testing.T) {
+	for in, want := range map[string]int64{"1024": 1024, "512MiB": 512 << 20, "2 GiB": 2 << 30, "1500MB": 1500e6, "64KiB": 64 << 10, "7B": 7, "0": 0} {
+		if got, err := parseByteSize(in); err != nil || got != want {
+			t.Errorf("parseByteSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "lots", "-1GiB", "1.5GiB", "9999999999GiB"} {
+		if got, err := parseByteSize(in); err == nil {
+			t.Errorf("parseByteSize(%q) = %d, want an error", in, got)
+		}
+	}
+}
+
+// TestMemoryLimitIsAppliedAndReported: a worker started with
+// --memory-limit gives its shards the page caches store.MemoryBudget
+// derives, sets the Go heap's soft limit, and reports both, with its
+// indexes' sizes, in status and metrics; a limit too small for its
+// partitions is refused with the reason.
+func TestMemoryLimitIsAppliedAndReported(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	const partitions = 2
+	cfg := obsConfig(t.TempDir(), "", partitions)
+	cfg.memoryLimit = 512 << 20
+	n := startObsNode(t, cfg)
+	kib, sqlite, goLimit, err := store.MemoryBudget(512<<20, partitions, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetMemoryLimit(-1); got != goLimit {
+		t.Fatalf("Go memory limit %d, want %d", got, goLimit)
+	}
+	if sc := n.cfg.shardConfig(64, "s"); sc.CacheKiB != kib || sc.MmapBytes != -1 {
+		t.Fatalf("shard config %+v, want %d KiB and no mapping", sc, kib)
+	}
+	const ns = "memory-tenant"
+	publishLines(t, n.js, ns, 1, 20, false)
+	cl := client.NewClient(n.nc)
+	ctx := context.Background()
+	var st memindex.StatusResponse
+	waitUntil(t, 30*time.Second, "20 messages applied with their indexes reported", func() bool {
+		sts, err := cl.Status(ctx, 200*time.Millisecond)
+		if err != nil || len(sts) != 1 {
+			return false
+		}
+		st = sts[0]
+		return st.Total().Messages == 20 && st.Total().VectorsWaiting == 0
+	})
+	m := st.Memory
+	if m == nil || m.LimitBytes != 512<<20 || m.GoLimitBytes != goLimit || m.SQLiteCacheBytes != sqlite || m.HeapBytes <= 0 || m.RSSBytes <= 0 {
+		t.Fatalf("status memory %+v; want limit 512 MiB, Go limit %d, SQLite %d, heap and RSS read", m, goLimit, sqlite)
+	}
+	p := memindex.Partition(ns, partitions)
+	var ps memindex.PartitionStatus
+	for _, x := range st.Partitions {
+		if x.Partition == p {
+			ps = x
+		}
+	}
+	if ps.KeywordIndex != "memory" || ps.KeywordIndexBytes <= 0 || ps.VectorIndexBytes <= 0 || m.IndexBytes < ps.KeywordIndexBytes+ps.VectorIndexBytes {
+		t.Fatalf("partition %d status %+v, memory %+v; want both indexes sized and counted", p, ps, m)
+	}
+	series, _ := scrape(t, n)
+	l := strconv.Itoa(p)
+	for name, want := range map[string]float64{
+		`memindex_memory_limit_bytes`:                                 512 << 20,
+		`memindex_sqlite_cache_bound_bytes`:                           float64(sqlite),
+		`memindex_index_bytes{index="keyword",partition="` + l + `"}`: float64(ps.KeywordIndexBytes),
+	} {
+		got, ok := series[name]
+		if !ok || (name != `memindex_index_bytes{index="keyword",partition="`+l+`"}` && got != want) || got <= 0 {
+			t.Errorf("metric %s = %v (%v), want %v", name, got, ok, want)
+		}
+	}
+	if v := series["memindex_memory_rss_bytes"]; v <= 0 || math.IsNaN(v) {
+		t.Errorf("memindex_memory_rss_bytes = %v", v)
+	}
+
+	small := obsConfig(t.TempDir(), "", 64)
+	small.memoryLimit = 100 << 20
+	if err := small.applyMemoryLimit(64); err == nil {
+		t.Fatal("a 100 MiB limit for 64 partitions was accepted")
+	}
+}
