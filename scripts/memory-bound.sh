@@ -26,7 +26,7 @@ echo "$label start rss $(rss)"
 for n in 0 1 2 3 4 5 6 7 8 9; do ${MEMINDEX:-./bin/memindex} publish --server nats://127.0.0.1:14333 --namespace tenant$n ${OUT:-/tmp/memindex-memory}/ev.jsonl >/dev/null 2>&1; done
 for i in $(seq 300); do
   s=$(${MEMINDEX:-./bin/memindex} status --server nats://127.0.0.1:14333 --json 2>/dev/null)
-  python3 -c "import json,sys; d=json.loads(sys.argv[1]); d=d[0] if isinstance(d,list) else d; t=sum(p['messages'] for p in d['partitions']); w=sum(p['vectorsWaiting']+p.get('pending',0) for p in d['partitions']); sys.exit(0 if t>=30000 and w==0 else 1)" "$s" && break
+  python3 -c "import json,sys; d=json.loads(sys.argv[1]); d=d[0] if isinstance(d,list) else d; t=sum(p['messages'] for p in d['partitions']); w=sum(p['vectorsWaiting']+p.get('pending',0) for p in d['partitions']); sys.exit(0 if t>=30000 and w==0 else 1)" "$s" 2>/dev/null && break
   sleep 1
 done
 echo "$label after ingest rss $(rss)"
