@@ -244,6 +244,8 @@ func flagType(f *flag.Flag) string {
 		return "a duration such as 500ms, 30s or 5m"
 	case "string":
 		return "a string"
+	case "size":
+		return "a size such as 512MiB or 2GiB"
 	}
 	return "a valid value"
 }

@@ -113,12 +113,13 @@ func runServe(ctx context.Context, args []string) error {
 	fs.IntVar(&c.breaker.Failures, "breaker-failures", envInt("MEMINDEX_BREAKER_FAILURES", 5), "consecutive provider failures that open the circuit breaker (MEMINDEX_BREAKER_FAILURES)")
 	fs.DurationVar(&c.breaker.Cooldown, "breaker-cooldown", 30*time.Second, "how long an open breaker waits before a probe")
 	fs.Int64Var(&c.cacheMax, "cache-max-bytes", int64(envInt("MEMINDEX_CACHE_MAX_BYTES", 1<<30)), "embedding cache size bound; least recently used entries go first; 0: unbounded (MEMINDEX_CACHE_MAX_BYTES)")
+	var memLimitErr error
 	if v := os.Getenv("MEMINDEX_MEMORY_LIMIT"); v != "" {
 		if err := c.memoryLimit.Set(v); err != nil {
-			return fmt.Errorf("MEMINDEX_MEMORY_LIMIT: %w", err)
+			memLimitErr = fmt.Errorf("MEMINDEX_MEMORY_LIMIT: %w", err)
 		}
 	}
-	fs.Var(&c.memoryLimit, "memory-limit", "bound of the worker's memory, e.g. 2GiB: a quarter goes to the SQLite page caches of the partitions it may hold (no file mapping), the rest is the Go heap's soft limit, which holds the keyword and vector indexes; status reports the split and what is used; 0: no bound (SQLite defaults: 32,000 KiB a connection, 256 MiB mapped) (MEMINDEX_MEMORY_LIMIT)")
+	fs.Var(&c.memoryLimit, "memory-limit", "bound of the worker's memory, a `size` such as 2GiB: a quarter goes to the SQLite page caches of the partitions it may hold (no file mapping), the rest is the Go heap's soft limit, which holds the keyword and vector indexes; status reports the split and what is used; 0: no bound (SQLite defaults: 32,000 KiB a connection, 256 MiB mapped) (MEMINDEX_MEMORY_LIMIT)")
 	fs.IntVar(&c.batch, "batch", envInt("MEMINDEX_BATCH", 1000), "most events applied in one transaction (MEMINDEX_BATCH)")
 	fs.IntVar(&c.embedBatch, "embed-batch", envInt("MEMINDEX_EMBED_BATCH", 64), "texts per embedding request (MEMINDEX_EMBED_BATCH)")
 	fs.IntVar(&c.embedConc, "embed-concurrency", envInt("MEMINDEX_EMBED_CONCURRENCY", 4), "embedding requests in flight (MEMINDEX_EMBED_CONCURRENCY)")
@@ -143,6 +144,9 @@ func runServe(ctx context.Context, args []string) error {
 	c.contextMsgs = contextMessages(c.contextMsgs)
 	if sqliteVecErr != nil {
 		return sqliteVecErr
+	}
+	if memLimitErr != nil {
+		return memLimitErr
 	}
 	c.noSqliteVec = !*sqliteVec
 	if authErr != nil {
