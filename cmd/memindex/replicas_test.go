@@ -485,7 +485,17 @@ func TestReplicaGroupOfTwoKeepsAnOwnerWhenOneDies(t *testing.T) {
 		}
 		return true
 	})
-	slots = leaseSlots(t, js)
+	// The dead worker's replica leases lapse after their TTL, not when the
+	// survivor takes the owner slots: poll for them to go.
+	waitUntil(t, 30*time.Second, "the dead worker's replica leases to lapse", func() bool {
+		slots = leaseSlots(t, js)
+		for p := range replicaPartitions {
+			if slots[p][0] != survivor.cfg.worker || slots[p][1] != "" {
+				return false
+			}
+		}
+		return true
+	})
 	for p := range replicaPartitions {
 		if slots[p][0] != survivor.cfg.worker || slots[p][1] != "" {
 			t.Errorf("partition %d held by %q, want %s as its owner and no replica left", p, slots[p], survivor.cfg.worker)
