@@ -53,7 +53,15 @@ type clusterWorker struct {
 
 func (w *clusterWorker) start(t *testing.T, bin, urls string) {
 	t.Helper()
-	w.logs = &syncBuffer{}
+	logs := &syncBuffer{}
+	w.logs = logs
+	// Children are race-built under -race (builtBinary): any report from
+	// this run of the worker fails the test.
+	t.Cleanup(func() {
+		if l := logs.String(); strings.Contains(l, "DATA RACE") || strings.Contains(l, "panic:") {
+			t.Errorf("worker %s panicked or raced:\n%s", w.name, l)
+		}
+	})
 	w.cmd = exec.Command(bin, "serve", "--server", urls, "--group", clusterGroup, "--worker", w.name, "--data", w.data,
 		"--partition-count", fmt.Sprint(clusterPartitions), "--stream-replicas", "3", "--lease-ttl", clusterLeaseTTL.String(),
 		"--dims", "64", "--batch", "200", "--chunk-tokens", "400", "--http", "off", "--log-level", "debug")

@@ -166,7 +166,9 @@ var (
 )
 
 // build builds memindex with tags once per test process (the environment's
-// CGO and GOEXPERIMENT settings apply).
+// CGO and GOEXPERIMENT settings apply), with the race detector when the
+// test binary has it, so a child's "DATA RACE" report (child.noPanic) can
+// fire.
 func (b *builtBinary) build(t *testing.T, tags string) string {
 	t.Helper()
 	b.once.Do(func() {
@@ -176,7 +178,11 @@ func (b *builtBinary) build(t *testing.T, tags string) string {
 			return
 		}
 		b.path = filepath.Join(dir, "memindex")
-		out, err := exec.Command("go", "build", "-tags", tags, "-o", b.path, ".").CombinedOutput()
+		args := []string{"build", "-tags", tags, "-o", b.path}
+		if raceBuild {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
 		if err != nil {
 			b.err = fmt.Errorf("go build -tags %s: %v\n%s", tags, err, out)
 		}
