@@ -572,6 +572,12 @@ func TestClusterEndToEnd(t *testing.T) {
 	if n := len(searches.outside); n > 0 {
 		t.Fatalf("%d searches failed with a transport error outside a fault (a hand-over must answer 503, not drop a request), first: %s", n, searches.outside[0])
 	}
+	// 503 "not ready" is the promised answer while partitions move, not a
+	// steady state: 4-6 % of the searches in runs here (89 of 2,283, 104
+	// of 1,720); a fifth means a partition answered 503 for most of a run.
+	if total := searches.ok + searches.notReady; searches.notReady*5 > total {
+		t.Fatalf("%d of %d searches were answered 503 not ready; at most a fifth are", searches.notReady, total)
+	}
 	if searches.hits == 0 || searches.ok < 50 {
 		t.Fatalf("only %d searches answered (%d found their token) during the run; the test proves little", searches.ok, searches.hits)
 	}
