@@ -3,6 +3,7 @@ package consumer_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -75,8 +76,20 @@ func TestSnapshotRestoreThenReplay(t *testing.T) {
 	for i := int64(61); i <= 80; i++ {
 		h.publishEvent(message(ns, "chat", "s1", i, fmt.Sprintf("later turn %d about knots", i)))
 	}
-	waitFor(t, "80 messages", func() bool { st := h.stats(ns); return st.Messages == 80 && st.VectorsWaiting == 0 })
+	// Events after the snapshot change a file and a record too.
+	h.publishEvent(memindex.Event{Type: memindex.TypeFileUpserted, Namespace: ns, Path: "notes.md", Content: "# Boats\nsailing and knots\n"})
+	h.publishEvent(memindex.Event{Type: memindex.TypeRecordUpserted, Namespace: ns, ID: "r2", Text: "the user sails on Sundays"})
+	waitFor(t, "80 messages, the file change and a second record", func() bool {
+		st := h.stats(ns)
+		return st.Messages == 80 && st.VectorsWaiting == 0 && st.AppliedSeq == 84
+	})
 	before, statsBefore := h.sessionSpans(ns), h.stats(ns)
+	tablesBefore := dumpShard(t, h.shardPath(p))
+	for _, want := range []string{"sailing and knots", "the user sails on Sundays", "later turn 80 about knots"} {
+		if !strings.Contains(tablesBefore, want) {
+			t.Fatalf("the tables before the deletion lack %q:\n%s", want, tablesBefore)
+		}
+	}
 
 	h.shutdown()
 	for _, suffix := range []string{"", "-wal", "-shm"} {
@@ -114,6 +127,58 @@ func TestSnapshotRestoreThenReplay(t *testing.T) {
 	if err := h.shardOf(ns).Check(ctx); err != nil {
 		t.Fatalf("Check after replay: %v", err)
 	}
+	if after := dumpShard(t, h.shardPath(p)); after != tablesBefore {
+		t.Fatalf("tables after restore and replay differ from before the deletion:\nbefore %s\nafter  %s", tablesBefore, after)
+	}
+}
+
+// dumpShard reads every row of a shard file's tables that a restore and
+// replay must reproduce — messages, chunks (but rowids and insert times),
+// files (but update times), records' chunks, each chunk's vector by chunk
+// id, the applied sequence — through a read-only connection of its own.
+func dumpShard(t *testing.T, path string) string {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var b strings.Builder
+	for _, q := range []string{
+		`SELECT namespace, session_key, session_id, seq, id, role, speaker, text, ifnull(ts, -1) FROM messages ORDER BY 1, 2, 3, 4`,
+		`SELECT id, namespace, source, session_key, session_id, seq_start, seq_end, part, text, ifnull(ts_start, -1), ifnull(ts_end, -1),
+			has_vector, path, dir_path, context FROM chunks ORDER BY id`,
+		`SELECT namespace, path, dir_path, content_hash, content FROM files ORDER BY 1, 2`,
+		`SELECT c.id, hex(v.embedding) FROM chunks c JOIN vec_chunks v ON v.rowid = c.rowid ORDER BY c.id`,
+		`SELECT key, value FROM meta WHERE key = 'applied_seq'`,
+	} {
+		rows, err := db.Query(q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		cols, _ := rows.Columns()
+		n := 0
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				rows.Close()
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "%v\n", vals)
+			n++
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			t.Fatalf("%s: no rows in %s", q, path)
+		}
+	}
+	return b.String()
 }
 
 // TestRestoreRefusesBadSnapshots: a snapshot whose bytes were damaged in
