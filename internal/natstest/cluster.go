@@ -1,6 +1,7 @@
 package natstest
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -51,29 +52,38 @@ func NewCluster(tb testing.TB, n int) *Cluster {
 	}
 	c := &Cluster{tb: tb, name: "memindex-test"}
 	for i := range n {
-		c.nodes = append(c.nodes, &clusterNode{
-			name:        "n" + strconv.Itoa(i+1),
-			dir:         tb.TempDir(),
-			clientPort:  -1,
-			clusterPort: freePort(tb),
-		})
+		c.nodes = append(c.nodes, &clusterNode{name: "n" + strconv.Itoa(i+1), dir: tb.TempDir(), clientPort: -1})
 	}
 	tb.Cleanup(func() {
 		for i := range c.nodes {
 			c.Stop(i)
 		}
 	})
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range c.nodes {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = c.start(i) }()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			tb.Fatal(err)
+	// Cluster ports are picked free before any node starts (each routes to
+	// all), so another process may take one in between: then every node is
+	// stopped and the cluster starts again on fresh ports.
+	var errs []error
+	for attempt := 0; attempt < 3; attempt++ {
+		for _, nd := range c.nodes {
+			nd.clusterPort, nd.clientPort = freePort(tb), -1
 		}
+		var wg sync.WaitGroup
+		errs = make([]error, n)
+		for i := range c.nodes {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs[i] = c.start(i) }()
+		}
+		wg.Wait()
+		if errors.Join(errs...) == nil {
+			break
+		}
+		tb.Logf("natstest: start the cluster again on fresh ports: %v", errors.Join(errs...))
+		for i := range c.nodes {
+			c.Stop(i)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		tb.Fatal(err)
 	}
 	c.WaitForMetaLeader(tb, 30*time.Second)
 	return c
@@ -192,9 +202,9 @@ func (c *Cluster) start(i int) error {
 		return fmt.Errorf("natstest: new cluster node %s: %w", nd.name, err)
 	}
 	go s.Start()
-	if !s.ReadyForConnections(15 * time.Second) {
+	if !s.ReadyForConnections(30 * time.Second) {
 		s.Shutdown()
-		return fmt.Errorf("natstest: cluster node %s not ready for connections within 15s (cluster port %d in use?)", nd.name, nd.clusterPort)
+		return fmt.Errorf("natstest: cluster node %s not ready for connections within 30s (cluster port %d in use?)", nd.name, nd.clusterPort)
 	}
 	c.mu.Lock()
 	nd.srv = s
