@@ -17,3 +17,6 @@ func FallbackOpened(m Manager) bool {
 	defer f.mu.Unlock()
 	return f.fb != nil
 }
+
+// NewFakeClock is the tests' injected clock (helpers_test.go).
+func NewFakeClock() *fakeClock { return newFakeClock() }

@@ -35,7 +35,7 @@ func TestRemoteFailsOverToLocal(t *testing.T) {
 	mustTB(t, err)
 	defer nc.Close()
 
-	clk := newFakeClock()
+	clk := client.NewFakeClock()
 	local := &countingLocal{Local: query.Local{}}
 	m, err := client.Open(ctx, client.Config{Backend: client.BackendRemote, Remote: client.RemoteConfig{Conn: nc},
 		Fallback: &client.Config{Backend: client.BackendLocal, Local: client.LocalConfig{Path: data, Opener: local}},

@@ -127,26 +127,6 @@ func poll(tb testing.TB, what string, cond func() bool) {
 	}
 }
 
-// fakeClock is an injected clock that moves only when told.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // countingLocal is query.Local counting its opens, so a test sees when a
 // lazy fallback was opened.
 type countingLocal struct {

@@ -283,9 +283,9 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 		return ApplyStats{}, fmt.Errorf("commit: %w", err)
 	}
 	s.index.apply(w.ops)
-	s.applyKeywordIndex(w.kwOps)
 	s.sizes.add(w.nsDelta)
 	s.speakers.add(b.Messages)
+	s.applyKeywordIndex(w.kwOps) // last: it tokenizes the batch's chunks
 	return w.stats, nil
 }
 
