@@ -3,6 +3,8 @@ package client
 // Exported for the tests of package client_test, which run a real worker
 // and real shards (package query and store import this package).
 
+import "memindex/internal/clocktest"
+
 // StandInQMD installs the stand-in qmd executable (qmd_test.go).
 var StandInQMD = standInQMD
 
@@ -19,4 +21,4 @@ func FallbackOpened(m Manager) bool {
 }
 
 // NewFakeClock is the tests' injected clock (helpers_test.go).
-func NewFakeClock() *fakeClock { return newFakeClock() }
+func NewFakeClock() *clocktest.Clock { return newFakeClock() }

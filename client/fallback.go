@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"memindex"
+	"memindex/internal/circuit"
 )
 
 // Breaker defaults.
@@ -66,92 +67,51 @@ type BreakerState string
 // fallback until the cool-down passes; half-open lets one call probe the
 // primary (the others go to the fallback) and closes on its success.
 const (
-	BreakerClosed   BreakerState = "closed"
-	BreakerOpen     BreakerState = "open"
-	BreakerHalfOpen BreakerState = "half-open"
+	BreakerClosed   = BreakerState(circuit.Closed)
+	BreakerOpen     = BreakerState(circuit.Open)
+	BreakerHalfOpen = BreakerState(circuit.HalfOpen)
 )
 
-// breaker is a consecutive-failure circuit breaker with an injected clock.
+// breaker is the fallback's circuit breaker over the primary: the state
+// machine is internal/circuit's (shared with the embedder's breaker); this
+// adds the cool-down as the client reads it and the reasons it gives.
 type breaker struct {
 	cfg BreakerConfig
-
-	mu       sync.Mutex
-	state    BreakerState
-	fails    int
-	openedAt time.Time
-	probing  bool
-	lastErr  string
-	opens    int
+	cb  *circuit.Breaker
 }
 
 func newBreaker(cfg BreakerConfig) *breaker {
-	return &breaker{cfg: cfg.withDefaults(), state: BreakerClosed}
+	cfg = cfg.withDefaults()
+	return &breaker{cfg: cfg, cb: circuit.New(circuit.Config{Failures: cfg.Failures, Cooldown: cfg.CoolDown, Now: cfg.Now})}
 }
 
 // allow reports whether this call may go to the primary, and when not,
 // why. An open breaker past its cool-down turns half-open and lets this
 // call through as the probe; while a probe runs, the others are refused.
-func (b *breaker) allow() (ok bool, why string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := b.cfg.Now()
-	switch b.state {
-	case BreakerOpen:
-		until := b.openedAt.Add(b.cfg.CoolDown)
-		if now.Before(until) {
-			return false, fmt.Sprintf("circuit open after %d failures until %s (last: %s)", b.fails, until.UTC().Format(time.RFC3339), b.lastErr)
-		}
-		b.state, b.probing = BreakerHalfOpen, true
-		return true, ""
-	case BreakerHalfOpen:
-		if b.probing {
-			return false, fmt.Sprintf("circuit half-open, a probe of the primary is running (last: %s)", b.lastErr)
-		}
-		b.probing = true
-		return true, ""
+// A call let through is ended with call.Success (a primary answer: the
+// breaker closes), call.Failure (a primary failure: a probe's reopens the
+// breaker, and so does the Failures-th consecutive one when closed) or
+// call.Release (the call said nothing about the primary's health: the
+// caller's request was invalid or its context ended).
+func (b *breaker) allow() (call circuit.Call, ok bool, why string) {
+	call, s, ok := b.cb.Allow()
+	switch {
+	case ok:
+		return call, true, ""
+	case s.State == circuit.HalfOpen:
+		return call, false, fmt.Sprintf("circuit half-open, a probe of the primary is running (last: %s)", s.LastErr)
 	}
-	return true, ""
-}
-
-// success records a primary answer: the breaker closes.
-func (b *breaker) success() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.state, b.fails, b.probing, b.lastErr = BreakerClosed, 0, false, ""
-}
-
-// failure records a primary failure: a probe's failure reopens the
-// breaker, and so does the Failures-th consecutive one when closed.
-func (b *breaker) failure(err error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.fails++
-	b.lastErr = err.Error()
-	if b.state == BreakerHalfOpen || b.fails >= b.cfg.Failures {
-		if b.state != BreakerOpen {
-			b.opens++
-		}
-		b.state, b.openedAt, b.probing = BreakerOpen, b.cfg.Now(), false
-	}
-}
-
-// release ends a call that said nothing about the primary's health (the
-// caller's request was invalid or its context ended): a probe may run again.
-func (b *breaker) release() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.probing = false
+	return call, false, fmt.Sprintf("circuit open after %d failures until %s (last: %s)", s.Failures, s.OpenUntil.UTC().Format(time.RFC3339), s.LastErr)
 }
 
 // State returns the breaker's state as a caller would see it now: open
 // past its cool-down reads half-open.
 func (b *breaker) State() BreakerState {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.state == BreakerOpen && !b.cfg.Now().Before(b.openedAt.Add(b.cfg.CoolDown)) {
+	s := b.cb.Snapshot()
+	if s.State == circuit.Open && !b.cfg.Now().Before(s.OpenUntil) {
 		return BreakerHalfOpen
 	}
-	return b.state
+	return BreakerState(s.State)
 }
 
 // outcome classifies a primary call's error.
@@ -232,7 +192,7 @@ func try[T any](ctx context.Context, f *fallback, call func(context.Context, Man
 	if f.primary == nil {
 		return v, false, fmt.Sprintf("%s backend could not be opened: %v", f.primaryName, f.openErr), nil
 	}
-	ok, why := f.br.allow()
+	bc, ok, why := f.br.allow()
 	if !ok {
 		return v, false, why, nil
 	}
@@ -246,16 +206,16 @@ func try[T any](ctx context.Context, f *fallback, call func(context.Context, Man
 	switch classify(ctx, err) {
 	case answered:
 		if err == nil {
-			f.br.success()
+			bc.Success()
 		} else {
-			f.br.release()
+			bc.Release()
 		}
 		return v, true, "", err
 	case unsupported:
-		f.br.release()
+		bc.Release()
 		return v, false, err.Error(), nil
 	}
-	f.br.failure(err)
+	bc.Failure(err)
 	return v, false, err.Error(), nil
 }
 

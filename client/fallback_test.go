@@ -85,7 +85,7 @@ func TestBreakerStates(t *testing.T) {
 			b := newBreaker(cfg)
 			for i, s := range tc.steps {
 				clk.Advance(s.advance)
-				ok, why := b.allow()
+				call, ok, why := b.allow()
 				if ok != s.wantAllow {
 					t.Fatalf("step %d: allow()=%t (%s), want %t", i, ok, why, s.wantAllow)
 				}
@@ -94,11 +94,11 @@ func TestBreakerStates(t *testing.T) {
 				}
 				switch s.outcome {
 				case "ok":
-					b.success()
+					call.Success()
 				case "fail":
-					b.failure(fail)
+					call.Failure(fail)
 				case "release":
-					b.release()
+					call.Release()
 				}
 				if got := b.State(); got != s.wantState {
 					t.Fatalf("step %d: State()=%s, want %s", i, got, s.wantState)

@@ -1,9 +1,10 @@
 package client
 
 import (
-	"sync"
 	"testing"
 	"time"
+
+	"memindex/internal/clocktest"
 )
 
 func mustTB(tb testing.TB, err error) {
@@ -13,22 +14,7 @@ func mustTB(tb testing.TB, err error) {
 	}
 }
 
-// fakeClock is an injected clock that moves only when told.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+// newFakeClock returns the tests' injected clock, which moves only when told.
+func newFakeClock() *clocktest.Clock {
+	return clocktest.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 }

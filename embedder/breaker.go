@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
+
+	"memindex/internal/circuit"
 )
 
 // Defaults of BreakerConfig.
@@ -17,11 +18,11 @@ const (
 // States of a Breaker, as reported in BreakerState.State.
 const (
 	// BreakerClosed lets every call through and counts consecutive failures.
-	BreakerClosed = "closed"
+	BreakerClosed = string(circuit.Closed)
 	// BreakerOpen fails every call at once until the cool-down ends.
-	BreakerOpen = "open"
+	BreakerOpen = string(circuit.Open)
 	// BreakerHalfOpen lets one probe call through; others fail at once.
-	BreakerHalfOpen = "half-open"
+	BreakerHalfOpen = string(circuit.HalfOpen)
 )
 
 // BreakerConfig configures a Breaker. The zero value takes the defaults.
@@ -74,7 +75,8 @@ type BreakerState struct {
 }
 
 // Breaker is an Embedder that stops calling a failing inner embedder for a
-// while: a circuit breaker. It is closed at first and lets every call
+// while: a circuit breaker (the state machine is internal/circuit's, shared
+// with the client's fallback). It is closed at first and lets every call
 // through. Failures consecutive failed calls open it: for Cooldown it fails
 // every call at once with an error wrapping ErrBreakerOpen. Then it lets one
 // call through as a half-open probe, failing the others at once meanwhile:
@@ -94,16 +96,8 @@ type BreakerState struct {
 // Embed is one outcome, or inside it, to judge each batch.
 type Breaker struct {
 	inner Embedder
-	cfg   BreakerConfig
-	now   func() time.Time // the clock; tests replace it
-
-	mu        sync.Mutex
-	state     string
-	failures  int
-	openUntil time.Time
-	opens     uint64
-	probing   bool   // a half-open probe is in flight
-	gen       uint64 // bumped on every state change; stale outcomes are ignored
+	cb    *circuit.Breaker
+	now   func() time.Time // the clock; tests replace it before the first call
 }
 
 var _ Embedder = (*Breaker)(nil)
@@ -112,7 +106,10 @@ var _ Embedder = (*Breaker)(nil)
 // cfg take their defaults; call cfg.Validate first to reject bad
 // configuration instead.
 func NewBreaker(inner Embedder, cfg BreakerConfig) *Breaker {
-	return &Breaker{inner: inner, cfg: cfg.withDefaults(), now: time.Now, state: BreakerClosed}
+	cfg = cfg.withDefaults()
+	b := &Breaker{inner: inner, now: time.Now}
+	b.cb = circuit.New(circuit.Config{Failures: cfg.Failures, Cooldown: cfg.Cooldown, Now: func() time.Time { return b.now() }})
+	return b
 }
 
 // Info returns the inner embedder's Info: the breaker does not change
@@ -121,9 +118,8 @@ func (b *Breaker) Info() Info { return b.inner.Info() }
 
 // State returns a snapshot of the breaker.
 func (b *Breaker) State() BreakerState {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return BreakerState{State: b.state, Failures: b.failures, OpenUntil: b.openUntil, Opens: b.opens}
+	s := b.cb.Snapshot()
+	return BreakerState{State: string(s.State), Failures: s.Failures, OpenUntil: s.OpenUntil, Opens: s.Opens}
 }
 
 // Embed calls the inner embedder unless the breaker is open, or half-open
@@ -131,89 +127,26 @@ func (b *Breaker) State() BreakerState {
 // ErrBreakerOpen that says until when. A context that has already ended
 // fails at once with its error, without touching the breaker.
 func (b *Breaker) Embed(ctx context.Context, req Request) ([][]float32, error) {
+	provider := b.inner.Info().Provider
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", b.inner.Info().Provider, err)
+		return nil, fmt.Errorf("%s: %w", provider, err)
 	}
-	gen, probe, err := b.allow()
-	if err != nil {
-		return nil, err
+	call, s, ok := b.cb.Allow()
+	if !ok {
+		if s.State == circuit.HalfOpen {
+			return nil, fmt.Errorf("%s: circuit breaker half-open, open until its probe answers: %w", provider, ErrBreakerOpen)
+		}
+		return nil, fmt.Errorf("%s: circuit breaker open until %s after %d consecutive failures: %w",
+			provider, s.OpenUntil.Format(time.RFC3339), s.Failures, ErrBreakerOpen)
 	}
 	vecs, err := b.inner.Embed(ctx, req)
-	b.record(gen, probe, outcomeOf(ctx, err))
-	return vecs, err
-}
-
-// outcome is what a call says about the inner embedder's health.
-type outcome int
-
-const (
-	outcomeSuccess outcome = iota // an answer, possibly a permanent error
-	outcomeFailure                // a failure that may be the provider's
-	outcomeNeutral                // the caller gave up; says nothing
-)
-
-func outcomeOf(ctx context.Context, err error) outcome {
 	switch {
 	case err == nil || errors.Is(err, ErrPermanent):
-		return outcomeSuccess
+		call.Success() // an answer, possibly a permanent error: the provider is up
 	case ctx.Err() != nil:
-		return outcomeNeutral
+		call.Release() // the caller gave up; says nothing
+	default:
+		call.Failure(err)
 	}
-	return outcomeFailure
-}
-
-// allow decides whether a call may go through, and whether it is the
-// half-open probe.
-func (b *Breaker) allow() (gen uint64, probe bool, err error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	switch b.state {
-	case BreakerOpen:
-		if b.now().Before(b.openUntil) {
-			return 0, false, fmt.Errorf("%s: circuit breaker open until %s after %d consecutive failures: %w",
-				b.inner.Info().Provider, b.openUntil.Format(time.RFC3339), b.failures, ErrBreakerOpen)
-		}
-		b.setState(BreakerHalfOpen)
-		fallthrough
-	case BreakerHalfOpen:
-		if b.probing {
-			return 0, false, fmt.Errorf("%s: circuit breaker half-open, open until its probe answers: %w",
-				b.inner.Info().Provider, ErrBreakerOpen)
-		}
-		b.probing = true
-		return b.gen, true, nil
-	}
-	return b.gen, false, nil
-}
-
-// record applies the outcome of a call let through in generation gen.
-func (b *Breaker) record(gen uint64, probe bool, o outcome) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if gen != b.gen {
-		return // the state changed while the call ran
-	}
-	if probe {
-		b.probing = false
-	}
-	switch o {
-	case outcomeSuccess:
-		b.failures = 0
-		if b.state != BreakerClosed {
-			b.openUntil = time.Time{}
-			b.setState(BreakerClosed)
-		}
-	case outcomeFailure:
-		b.failures++
-		if probe || b.failures >= b.cfg.Failures {
-			b.openUntil = b.now().Add(b.cfg.Cooldown)
-			b.opens++
-			b.setState(BreakerOpen)
-		}
-	}
-}
-
-func (b *Breaker) setState(s string) {
-	b.state = s
-	b.gen++
+	return vecs, err
 }

@@ -9,25 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"memindex/internal/clocktest"
 )
-
-// breakerClock is a settable clock for Breaker tests.
-type breakerClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *breakerClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *breakerClock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
 
 // errCallerCancel, as a scripted result, makes the fake inner embedder
 // cancel the caller's context and return its error.
@@ -124,7 +108,7 @@ func TestBreakerSequences(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-			clock := &breakerClock{t: t0}
+			clock := clocktest.New(t0)
 			var (
 				result error
 				called bool
@@ -142,9 +126,9 @@ func TestBreakerSequences(t *testing.T) {
 				return nil, result
 			}}
 			b := NewBreaker(inner, BreakerConfig{Failures: 3, Cooldown: cooldown})
-			b.now = clock.now
+			b.now = clock.Now
 			for i, s := range tt.steps {
-				clock.set(t0.Add(s.at))
+				clock.Set(t0.Add(s.at))
 				result, called = s.result, false
 				var ctx context.Context
 				ctx, cancel = context.WithCancel(context.Background())
@@ -180,7 +164,7 @@ func TestBreakerSequences(t *testing.T) {
 // every other caller fails fast, and that the probe's success closes it.
 func TestBreakerOneProbe(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	clock := &breakerClock{t: t0}
+	clock := clocktest.New(t0)
 	var calls atomic.Int32
 	var failing atomic.Bool
 	failing.Store(true)
@@ -196,7 +180,7 @@ func TestBreakerOneProbe(t *testing.T) {
 		return [][]float32{{1, 0}}, nil
 	}}
 	b := NewBreaker(inner, BreakerConfig{Failures: 2, Cooldown: time.Minute})
-	b.now = clock.now
+	b.now = clock.Now
 	ctx := context.Background()
 	req := Request{Texts: []string{"a"}}
 	for range 2 {
@@ -209,7 +193,7 @@ func TestBreakerOneProbe(t *testing.T) {
 	}
 
 	failing.Store(false)
-	clock.set(t0.Add(time.Minute))
+	clock.Set(t0.Add(time.Minute))
 	probeDone := make(chan error, 1)
 	go func() {
 		_, err := b.Embed(ctx, req)
@@ -257,7 +241,7 @@ func TestBreakerOneProbe(t *testing.T) {
 // inner one or ErrBreakerOpen.
 func TestBreakerConcurrent(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	clock := &breakerClock{t: t0}
+	clock := clocktest.New(t0)
 	var n atomic.Int64
 	inner := Func{Desc: Info{Provider: "fake", Dims: 2}, EmbedFunc: func(ctx context.Context, req Request) ([][]float32, error) {
 		if n.Add(1)%3 != 0 {
@@ -266,13 +250,13 @@ func TestBreakerConcurrent(t *testing.T) {
 		return [][]float32{{1, 0}}, nil
 	}}
 	b := NewBreaker(inner, BreakerConfig{Failures: 2, Cooldown: time.Second})
-	b.now = clock.now
+	b.now = clock.Now
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 500 {
 				if g == 0 && i%10 == 0 {
-					clock.set(clock.now().Add(300 * time.Millisecond))
+					clock.Advance(300 * time.Millisecond)
 				}
 				_, err := b.Embed(context.Background(), Request{Texts: []string{"a"}})
 				if err != nil && !errors.Is(err, ErrBreakerOpen) && !errors.Is(err, errBreakerUnavailable) {

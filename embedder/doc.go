@@ -23,7 +23,8 @@
 //     shared by a provider's requests, permanent errors that stop at once,
 //     batches split to each vendor's limits and halved when it says too large;
 //   - Breaker (breaker.go), a circuit breaker per provider (closed, open,
-//     half-open probe) that fails fast while the provider is down, and
+//     half-open probe; the state machine is internal/circuit's, shared with
+//     the client's fallback) that fails fast while the provider is down, and
 //     RateLimited (ratelimit.go), requests and tokens per minute;
 //   - request observation (metrics.go): HTTPConfig.Observe is told about
 //     every HTTP request of a remote provider (status or timeout, duration),
