@@ -13,13 +13,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/schollz/progressbar/v3"
 
 	"memindex"
 )
@@ -103,11 +102,10 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 
 	var res publishResult
-	var read atomic.Int64
 	start := time.Now()
-	stopProgress := func() {}
+	var bar *progressbar.ProgressBar // nil: no bar (not a terminal, or --json)
 	if isTerminal(stderr) && !*asJSON {
-		stopProgress = progress(stderr, start, size, &read, &res)
+		bar = publishBar(stderr, size)
 	}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), memindex.MaxEventBytes+1)
@@ -118,24 +116,29 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			select {
 			case ack := <-f.Ok():
 				if ack.Duplicate {
-					atomic.AddInt64(&res.Duplicates, 1)
+					res.Duplicates++
 				} else {
-					atomic.AddInt64(&res.Published, 1)
+					res.Published++
 				}
 				if ack.Sequence > res.LastSeq {
 					res.LastSeq = ack.Sequence
 				}
 			case err := <-f.Err():
-				atomic.AddInt64(&res.Failed, 1)
+				res.Failed++
 				fmt.Fprintf(stderr, "publish to %s failed: %v\n", f.Msg().Subject, err)
 			}
 		}
 		futures = futures[:0]
+		if bar != nil {
+			bar.Describe(fmt.Sprintf("%d events", res.Published+res.Duplicates))
+		}
 	}
 	for sc.Scan() {
 		line++
 		b := sc.Bytes()
-		read.Add(int64(len(b)) + 1)
+		if bar != nil {
+			_ = bar.Add64(int64(len(b)) + 1) // it errs only past the size (a file growing while read)
+		}
 		if len(strings.TrimSpace(string(b))) == 0 {
 			continue
 		}
@@ -166,7 +169,9 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	case <-ctx.Done():
 	}
 	settle()
-	stopProgress()
+	if bar != nil {
+		endBar(bar, stderr, sc.Err() == nil && ctx.Err() == nil)
+	}
 	if err := pt.end(context.WithoutCancel(ctx), res.Published, res.Failed); err != nil {
 		fmt.Fprintf(stderr, "flush traces: %v\n", err)
 	}
@@ -259,38 +264,39 @@ func eventID(ns string, obj map[string]json.RawMessage, str func(string) string,
 	return ns + "/" + hex.EncodeToString(h[:16])
 }
 
-// progress draws a one-line progress bar on w until the returned stop is called.
-func progress(w io.Writer, start time.Time, size int64, read *atomic.Int64, res *publishResult) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	draw := func() {
-		n := atomic.LoadInt64(&res.Published) + atomic.LoadInt64(&res.Duplicates)
-		rate := float64(n) / max(time.Since(start).Seconds(), 1e-3)
-		if size > 0 {
-			frac := min(float64(read.Load())/float64(size), 1)
-			const width = 30
-			bar := strings.Repeat("█", int(frac*width)) + strings.Repeat("░", width-int(frac*width))
-			fmt.Fprintf(w, "\r%s %3.0f%%  %s events  %.0f/s ", bar, frac*100, strconv.FormatInt(n, 10), rate)
-		} else {
-			fmt.Fprintf(w, "\r%d events  %.0f/s ", n, rate)
-		}
+// publishBar is publish's progress bar on a terminal: the bytes of the
+// input read (a spinner when the size is unknown, as for stdin), their rate
+// and the time left, and the events acknowledged. It is
+// github.com/schollz/progressbar rather than the hand-drawn line before it
+// because that fits the bar to the terminal's width, throttles redraws and
+// predicts the time left, and draws from the publishing goroutine (no
+// goroutine to own).
+func publishBar(w io.Writer, size int64) *progressbar.ProgressBar {
+	if size <= 0 {
+		size = -1
 	}
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				draw()
-				fmt.Fprintln(w)
-				return
-			case <-t.C:
-				draw()
-			}
-		}
-	}()
-	return func() { close(done); <-finished }
+	return progressbar.NewOptions64(size,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription("0 events"),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionFullWidth(),
+		progressbar.OptionThrottle(200*time.Millisecond),
+		progressbar.OptionSpinnerType(14),
+		progressbar.OptionSetSpinnerChangeInterval(0), // no ticker goroutine: the spinner moves as lines are read
+	)
+}
+
+// endBar leaves the bar's last drawing on a line of its own: full when the
+// input was read to its end, as far as it got otherwise.
+func endBar(bar *progressbar.ProgressBar, w io.Writer, complete bool) {
+	if complete {
+		_ = bar.Finish()
+	} else {
+		_ = bar.Exit()
+	}
+	fmt.Fprintln(w)
 }
 
 // memoryFileEvents walks dir for .md files and returns one file.upserted
