@@ -198,6 +198,9 @@ func (s *Snapshots) take(ctx context.Context, p int, sh SnapshotWriter) (Snapsho
 	defer f.Close()
 	name := objectName(p, info.AppliedSeq)
 	var oi *jetstream.ObjectInfo
+	// A loop, not cenkalti/backoff/v5's Retry: each attempt rewinds the
+	// file, only a full ingest queue (429) is retried, and the error
+	// returned is Put's own, which Retry replaces by context.Cause on cancel.
 	for attempt := 1; ; attempt++ {
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return SnapshotRef{}, fmt.Errorf("upload %s: %w", name, err)

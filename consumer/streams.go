@@ -97,7 +97,10 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, cfg StreamConfig
 // retryAttempts runs create in attempts of streamAttempt each until it
 // succeeds, fails for another reason than a timeout or a name already in
 // use, or ctx ends: creating a replicated stream, KV bucket or object store
-// that other workers create at the same moment can go unanswered.
+// that other workers create at the same moment can go unanswered. Kept
+// rather than cenkalti/backoff/v5's Retry: this returns the last attempt's
+// error (which create went unanswered) when ctx ends, Retry only
+// context.Cause, and a fixed short pause needs no backoff policy.
 func retryAttempts[T any](ctx context.Context, create func(context.Context) (T, error)) (T, error) {
 	for {
 		actx, cancel := context.WithTimeout(ctx, streamAttempt)

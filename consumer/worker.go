@@ -312,7 +312,9 @@ const consumerRetryFor = 30 * time.Second
 // createConsumer creates the durable consumer cc, retrying while JetStream
 // answers "insufficient resources" (10023): a clustered stream just created
 // or scaled up refuses consumers until its new peers have joined it, and a
-// worker starting then should wait, not fail.
+// worker starting then should wait, not fail. The loop is kept rather than
+// cenkalti/backoff/v5's Retry, which on ctx's end returns only
+// context.Cause and drops JetStream's refusal that this returns.
 func createConsumer(ctx context.Context, js jetstream.JetStream, cc jetstream.ConsumerConfig) (jetstream.Consumer, error) {
 	deadline := time.Now().Add(consumerRetryFor)
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
@@ -782,6 +784,11 @@ func heartbeat(ctx context.Context, msgs []jetstream.Msg, every time.Duration) (
 	return func() { close(done); wg.Wait() }
 }
 
+// backoff is the pause before commit attempt attempt+1: 100 ms doubling to
+// 5 s. The commit loop is hand-written, not cenkalti/backoff/v5's Retry: it
+// must never give up (Retry stops after 15 minutes unless told otherwise,
+// and a skipped batch would break exactly-once), its first attempt differs
+// from the others, and each failure is logged and marks the partition.
 func backoff(attempt int) time.Duration {
 	d := 100 * time.Millisecond << min(attempt, 6)
 	return min(d, 5*time.Second)

@@ -314,6 +314,12 @@ func (c *httpClient) ctxError(err error, last *ProviderError) error {
 }
 
 // backoff returns the full-jitter wait before retry attempt+1.
+// Hand-written rather than github.com/cenkalti/backoff/v5: post waits the
+// longer of this and a Retry-After or vendor reset header (sub-second
+// durations), shares a 429's cool-down with the provider's concurrent
+// requests, and keeps the last answer in the error when ctx ends; v5's
+// RetryAfterError replaces the backoff (whole seconds through RetryAfter),
+// and its Retry returns only context.Cause on cancel.
 func (c *httpClient) backoff(attempt int) time.Duration {
 	bound := c.cfg.MaxBackoff
 	if attempt < 32 {
