@@ -3,6 +3,7 @@ package query
 import (
 	"errors"
 	"testing"
+	"unicode/utf8"
 
 	"memindex"
 )
@@ -41,7 +42,10 @@ func FuzzDecodeSearch(f *testing.F) {
 			return
 		}
 		w := l.WithDefaults()
-		if len(data) > memindex.MaxRequestSize || req.K < 1 || req.K > w.MaxK || len(req.Query) > w.MaxQueryBytes || len(req.Query) > len(data) {
+		// Each input byte gives the query at most one rune: JSON decoding
+		// replaces an invalid UTF-8 byte by U+FFFD (three bytes), so the
+		// query may have more bytes than the request, never more runes.
+		if len(data) > memindex.MaxRequestSize || req.K < 1 || req.K > w.MaxK || len(req.Query) > w.MaxQueryBytes || utf8.RuneCountInString(req.Query) > len(data) {
 			t.Fatalf("decodeSearch() accepted %d bytes: k=%d query %d bytes (limits %+v)", len(data), req.K, len(req.Query), w)
 		}
 		if !memindex.ValidNamespace(req.Namespace) || req.Namespace != subjectNamespace(subject) {
