@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"memindex"
+	"memindex/client"
 	"memindex/consumer"
 	"memindex/embedder"
 	"memindex/internal/corpus"
@@ -393,7 +394,7 @@ func benchIngest(ctx context.Context, n *node, name string, lines [][]byte, ns s
 	}
 	futures := make([]sent, 0, len(lines))
 	for i, l := range lines {
-		m, err := eventMsg(l, ns, false)
+		m, err := client.LineMsg(l, ns, false)
 		if err != nil {
 			return ingestFigure{}, err
 		}

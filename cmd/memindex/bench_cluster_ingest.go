@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"memindex"
+	"memindex/client"
 	"memindex/store"
 )
 
@@ -132,7 +133,7 @@ func corpusMsgs(lines [][]byte) ([]*nats.Msg, []int, error) {
 	msgs := make([]*nats.Msg, len(lines))
 	parts := make([]int, len(lines))
 	for i, l := range lines {
-		m, err := eventMsg(l, "", false)
+		m, err := client.LineMsg(l, "", false)
 		if err != nil {
 			return nil, nil, err
 		}

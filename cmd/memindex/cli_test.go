@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"memindex"
+	"memindex/client"
 	"memindex/consumer"
 )
 
@@ -39,7 +40,7 @@ func TestCLIPublishSearchStatusDLQ(t *testing.T) {
 	if err == nil || !strings.Contains(errOut.String(), "line 4") {
 		t.Fatalf("publish with a bad line: err=%v stderr=%q; want an error naming line 4", err, errOut.String())
 	}
-	var res publishResult
+	var res client.LinesResult
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil || res.Published != 2 || res.Rejected != 1 {
 		t.Fatalf("publish --json = %s (%v), want 2 published and 1 rejected", out.String(), err)
 	}

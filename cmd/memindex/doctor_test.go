@@ -12,21 +12,22 @@ import (
 	"testing"
 
 	"memindex"
+	"memindex/internal/doctor"
 	"memindex/internal/natstest"
 	"memindex/store"
 )
 
 // doctorRun runs `memindex doctor --json` with args and returns its checks
 // by name, its error and its output.
-func doctorRun(t *testing.T, args ...string) (map[string]check, string, error) {
+func doctorRun(t *testing.T, args ...string) (map[string]doctor.Check, string, error) {
 	t.Helper()
 	var out bytes.Buffer
 	err := runDoctor(context.Background(), append([]string{"--json"}, args...), &out)
-	var rep doctorReport
+	var rep doctor.Report
 	if jerr := json.Unmarshal(out.Bytes(), &rep); jerr != nil {
 		t.Fatalf("doctor --json = %q (err %v): %v", out.String(), err, jerr)
 	}
-	m := map[string]check{}
+	m := map[string]doctor.Check{}
 	for _, c := range rep.Checks {
 		m[c.Name] = c
 	}
@@ -36,7 +37,7 @@ func doctorRun(t *testing.T, args ...string) (map[string]check, string, error) {
 	return m, out.String(), err
 }
 
-func wantStatus(t *testing.T, checks map[string]check, name, status string) check {
+func wantStatus(t *testing.T, checks map[string]doctor.Check, name, status string) doctor.Check {
 	t.Helper()
 	c, ok := checks[name]
 	if !ok {
@@ -64,10 +65,10 @@ func TestDoctorHealthy(t *testing.T) {
 			t.Fatalf("%s: doctor: %v\n%s", phase, err, out)
 		}
 		for _, name := range []string{"nats", "jetstream", "stream " + memindex.StreamEvents, "stream " + memindex.StreamDLQ, "consumers memindex-p*", "shards", "embedder builtin"} {
-			wantStatus(t, checks, name, checkOK)
+			wantStatus(t, checks, name, doctor.OK)
 		}
 		// The test server has no system account user: unknown, with how to check.
-		if c := wantStatus(t, checks, "sync_interval", checkWarn); !strings.Contains(c.Fix, "sync_interval: always") {
+		if c := wantStatus(t, checks, "sync_interval", doctor.Warn); !strings.Contains(c.Fix, "sync_interval: always") {
 			t.Errorf("sync_interval fix %q, want how to check", c.Fix)
 		}
 		shards := checks["shards"].Detail
@@ -104,7 +105,7 @@ func TestDoctorReportsDriftedStream(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "failed") {
 		t.Fatalf("doctor err = %v, want failed checks", err)
 	}
-	c := wantStatus(t, checks, "stream "+memindex.StreamEvents, checkFail)
+	c := wantStatus(t, checks, "stream "+memindex.StreamEvents, doctor.Fail)
 	for _, w := range []string{"max_msg_size: have 1024", "max_age: have 1h0m0s, want unlimited"} {
 		if !strings.Contains(c.Detail, w) {
 			t.Errorf("drift detail %q does not contain %q", c.Detail, w)
@@ -113,7 +114,7 @@ func TestDoctorReportsDriftedStream(t *testing.T) {
 	if c.Fix == "" {
 		t.Error("drift has no fix")
 	}
-	wantStatus(t, checks, "stream "+memindex.StreamDLQ, checkOK)
+	wantStatus(t, checks, "stream "+memindex.StreamDLQ, doctor.OK)
 }
 
 // TestDoctorReportsMissingStreamsAndNATS: no streams is a failure saying
@@ -124,19 +125,19 @@ func TestDoctorReportsMissingStreamsAndNATS(t *testing.T) {
 	if err == nil {
 		t.Fatal("doctor without streams: no error")
 	}
-	if c := wantStatus(t, checks, "stream "+memindex.StreamEvents, checkFail); !strings.Contains(c.Fix, "memindex serve") {
+	if c := wantStatus(t, checks, "stream "+memindex.StreamEvents, doctor.Fail); !strings.Contains(c.Fix, "memindex serve") {
 		t.Errorf("fix %q, want it to say to start serve", c.Fix)
 	}
-	wantStatus(t, checks, "shards", checkSkip)
+	wantStatus(t, checks, "shards", doctor.Skip)
 
 	checks, _, err = doctorRun(t, "--server", "nats://127.0.0.1:1", "--data", t.TempDir())
 	if err == nil {
 		t.Fatal("doctor without a server: no error")
 	}
-	if c := wantStatus(t, checks, "nats", checkFail); !strings.Contains(c.Fix, "--server") {
+	if c := wantStatus(t, checks, "nats", doctor.Fail); !strings.Contains(c.Fix, "--server") {
 		t.Errorf("nats fix %q, want it to name --server", c.Fix)
 	}
-	wantStatus(t, checks, "consumers", checkSkip)
+	wantStatus(t, checks, "consumers", doctor.Skip)
 }
 
 // TestDoctorReportsCorruptShard: a damaged shard file fails with the
@@ -174,7 +175,7 @@ func TestDoctorReportsCorruptShard(t *testing.T) {
 	if err == nil {
 		t.Fatal("doctor with a damaged shard: no error")
 	}
-	c := wantStatus(t, checks, "shard "+filepath.Join("shards", "p1.db"), checkFail)
+	c := wantStatus(t, checks, "shard "+filepath.Join("shards", "p1.db"), doctor.Fail)
 	if !strings.Contains(c.Fix, "memindex rebuild --data "+dir+" --partition 1") {
 		t.Errorf("fix %q, want the rebuild command for partition 1", c.Fix)
 	}
@@ -205,7 +206,7 @@ func TestDoctorProvider(t *testing.T) {
 	}))
 	args := []string{"--server", "nats://127.0.0.1:1", "--data", filepath.Join(t.TempDir(), "none"), "--embedder", "openai", "--base-url", srv.URL, "--model", "m", "--dims", "4"}
 	checks, _, _ := doctorRun(t, args...)
-	if c := wantStatus(t, checks, "embedder openai", checkOK); !strings.Contains(c.Detail, "4 dimensions") {
+	if c := wantStatus(t, checks, "embedder openai", doctor.OK); !strings.Contains(c.Detail, "4 dimensions") {
 		t.Errorf("embedder detail %q, want the dimensions", c.Detail)
 	}
 	srv.Close()
@@ -213,7 +214,7 @@ func TestDoctorProvider(t *testing.T) {
 	if err == nil {
 		t.Fatal("doctor with an unreachable provider: no error")
 	}
-	c := wantStatus(t, checks, "embedder openai", checkFail)
+	c := wantStatus(t, checks, "embedder openai", doctor.Fail)
 	if c.Fix == "" || strings.Contains(out, key) {
 		t.Errorf("provider failure %+v; want a fix and no key in\n%s", c, out)
 	}

@@ -86,9 +86,9 @@ func TestLoCoMoEndToEnd(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, l := range events {
-		m, err := eventMsg(l, "locomo", false)
+		m, err := client.LineMsg(l, "locomo", false)
 		if err != nil {
-			t.Fatalf("eventMsg: %v", err)
+			t.Fatalf("LineMsg: %v", err)
 		}
 		if _, err := js.PublishMsgAsync(m); err != nil {
 			t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"memindex/client"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,7 +38,7 @@ func TestPublishFilesAndSearchThem(t *testing.T) {
 	if err := runPublish(ctx, append(srv, "--namespace", "proj", "--files", dir, "--dir-path", "/src/app", "--exclude", "notes", "--json"), nil, &out, &errOut); err != nil {
 		t.Fatalf("publish --files: %v\n%s", err, errOut.String())
 	}
-	var res publishResult
+	var res client.LinesResult
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil || res.Published != 1 {
 		t.Fatalf("publish --files --json = %s (%v), want 1 file published (notes/ excluded, .txt skipped)", out.String(), err)
 	}

@@ -1,38 +1,22 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
+	"memindex/client"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/schollz/progressbar/v3"
 
 	"memindex"
 )
-
-// publishResult is what publish reports (--json prints it).
-type publishResult struct {
-	Published  int64   `json:"published"`
-	Duplicates int64   `json:"duplicates"`
-	Failed     int64   `json:"failed"`
-	Rejected   int64   `json:"rejected"`
-	Seconds    float64 `json:"seconds"`
-	PerSecond  float64 `json:"perSecond"`
-	LastSeq    uint64  `json:"lastSeq"`
-}
 
 func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var conn connFlags
@@ -60,11 +44,18 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		if *ns == "" {
 			return errors.New("--files needs --namespace")
 		}
-		lines, err := memoryFileEvents(*filesDir, *dirPath, excludes)
+		evs, err := client.MemoryFileEvents(*filesDir, *dirPath, excludes)
 		if err != nil {
-			return err
+			return fmt.Errorf("--files: %w", err)
 		}
-		stdin, pos = bytes.NewReader(lines), []string{"-"}
+		var lines bytes.Buffer
+		enc := json.NewEncoder(&lines)
+		for _, ev := range evs {
+			if err := enc.Encode(ev); err != nil {
+				return err
+			}
+		}
+		stdin, pos = &lines, []string{"-"}
 	}
 	if len(pos) != 1 {
 		fs.Usage()
@@ -94,93 +85,28 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return err
 	}
 	defer nc.Close()
-	// An ack timeout, so a publish the server refuses (a permissions
-	// violation) fails instead of waiting forever.
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(*maxPending), jetstream.WithPublishAsyncTimeout(conn.timeout))
-	if err != nil {
-		return err
-	}
-
-	var res publishResult
-	start := time.Now()
 	var bar *progressbar.ProgressBar // nil: no bar (not a terminal, or --json)
 	if isTerminal(stderr) && !*asJSON {
 		bar = publishBar(stderr, size)
 	}
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), memindex.MaxEventBytes+1)
-	var futures []jetstream.PubAckFuture
-	line := 0
-	settle := func() {
-		for _, f := range futures {
-			select {
-			case ack := <-f.Ok():
-				if ack.Duplicate {
-					res.Duplicates++
-				} else {
-					res.Published++
-				}
-				if ack.Sequence > res.LastSeq {
-					res.LastSeq = ack.Sequence
-				}
-			case err := <-f.Err():
-				res.Failed++
-				fmt.Fprintf(stderr, "publish to %s failed: %v\n", f.Msg().Subject, err)
-			}
-		}
-		futures = futures[:0]
-		if bar != nil {
-			bar.Describe(fmt.Sprintf("%d events", res.Published+res.Duplicates))
-		}
+	lc := client.LinesConfig{
+		Namespace: *ns, Raw: *raw, MaxPending: *maxPending, AckTimeout: conn.timeout,
+		Inject:  pt.inject,
+		Problem: func(line int, err error) { fmt.Fprintf(stderr, "line %d: %v\n", line, err) },
 	}
-	for sc.Scan() {
-		line++
-		b := sc.Bytes()
-		if bar != nil {
-			_ = bar.Add64(int64(len(b)) + 1) // it errs only past the size (a file growing while read)
-		}
-		if len(strings.TrimSpace(string(b))) == 0 {
-			continue
-		}
-		msg, err := eventMsg(b, *ns, *raw)
-		if err != nil {
-			res.Rejected++
-			fmt.Fprintf(stderr, "line %d: %v (not published)\n", line, err)
-			continue
-		}
-		pt.inject(msg)
-		f, err := js.PublishMsgAsync(msg)
-		if err != nil {
-			res.Failed++
-			fmt.Fprintf(stderr, "line %d: publish: %v\n", line, err)
-			continue
-		}
-		futures = append(futures, f)
-		if len(futures) >= *maxPending {
-			settle()
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-time.After(30 * time.Second):
-	case <-ctx.Done():
-	}
-	settle()
 	if bar != nil {
-		endBar(bar, stderr, sc.Err() == nil && ctx.Err() == nil)
+		lc.Read = func(n int64) { _ = bar.Add64(n) } // it errs only past the size (a file growing while read)
+		lc.Acked = func(n int64) { bar.Describe(fmt.Sprintf("%d events", n)) }
+	}
+	res, err := client.PublishLines(ctx, nc, in, lc)
+	if bar != nil {
+		endBar(bar, stderr, err == nil && ctx.Err() == nil)
 	}
 	if err := pt.end(context.WithoutCancel(ctx), res.Published, res.Failed); err != nil {
 		fmt.Fprintf(stderr, "flush traces: %v\n", err)
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read line %d: %w", line+1, err)
-	}
-	res.Seconds = time.Since(start).Seconds()
-	if res.Seconds > 0 {
-		res.PerSecond = float64(res.Published) / res.Seconds
+	if err != nil {
+		return err
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -196,72 +122,6 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return fmt.Errorf("%d lines rejected, %d publishes failed", res.Rejected, res.Failed)
 	}
 	return nil
-}
-
-// eventMsg turns one JSONL line into a NATS message on its namespace's event
-// subject. Unless raw, it adds "type":"message" and the namespace when the
-// line lacks them and sets Nats-Msg-Id so a re-publish is de-duplicated.
-func eventMsg(line []byte, ns string, raw bool) (*nats.Msg, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(line, &obj); err != nil {
-		if raw && ns != "" {
-			m := nats.NewMsg(memindex.EventSubject(ns))
-			m.Data = append([]byte(nil), line...)
-			return m, nil
-		}
-		return nil, fmt.Errorf("not a JSON object: %v", err)
-	}
-	str := func(k string) string {
-		var s string
-		if v, ok := obj[k]; ok {
-			_ = json.Unmarshal(v, &s)
-		}
-		return s
-	}
-	evNS := str("namespace")
-	if evNS == "" {
-		evNS = ns
-	}
-	if evNS == "" {
-		return nil, errors.New("no namespace: the line has none and --namespace is not set")
-	}
-	if !memindex.ValidNamespace(evNS) && !raw {
-		return nil, fmt.Errorf("namespace %q is not 1-64 characters of [A-Za-z0-9_-]", evNS)
-	}
-	data := line
-	if !raw {
-		if _, ok := obj["type"]; !ok {
-			obj["type"] = json.RawMessage(`"message"`)
-		}
-		if _, ok := obj["namespace"]; !ok {
-			obj["namespace"], _ = json.Marshal(evNS)
-		}
-		var err error
-		if data, err = json.Marshal(obj); err != nil {
-			return nil, err
-		}
-	} else {
-		data = append([]byte(nil), line...)
-	}
-	m := nats.NewMsg(memindex.EventSubject(evNS))
-	m.Data = data
-	m.Header.Set(nats.MsgIdHdr, eventID(evNS, obj, str, data))
-	return m, nil
-}
-
-// eventID is the de-duplication id of an event: its eventId, or for a
-// message its session position, or else the hash of its payload.
-func eventID(ns string, obj map[string]json.RawMessage, str func(string) string, data []byte) string {
-	if id := str("eventId"); id != "" {
-		return ns + "/" + id
-	}
-	if t := str("type"); t == "" || t == memindex.TypeMessage {
-		if seq, ok := obj["seq"]; ok && str("sessionKey") != "" {
-			return ns + "/" + str("sessionKey") + "/" + str("sessionId") + "/" + string(seq)
-		}
-	}
-	h := sha256.Sum256(data)
-	return ns + "/" + hex.EncodeToString(h[:16])
 }
 
 // publishBar is publish's progress bar on a terminal: the bytes of the
@@ -297,43 +157,4 @@ func endBar(bar *progressbar.ProgressBar, w io.Writer, complete bool) {
 		_ = bar.Exit()
 	}
 	fmt.Fprintln(w)
-}
-
-// memoryFileEvents walks dir for .md files and returns one file.upserted
-// event per file, as JSONL, with paths relative to dir.
-func memoryFileEvents(dir, dirPath string, excludes []string) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		rel = filepath.ToSlash(rel)
-		for _, g := range excludes {
-			if ok, _ := filepath.Match(g, rel); ok {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-		}
-		if d.IsDir() || !strings.EqualFold(filepath.Ext(path), ".md") {
-			return nil
-		}
-		content, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if len(content) > memindex.MaxEventBytes-4096 {
-			return fmt.Errorf("%s is %d bytes, over the %d an event may carry", rel, len(content), memindex.MaxEventBytes-4096)
-		}
-		sum := sha256.Sum256(content)
-		return enc.Encode(memindex.Event{Type: memindex.TypeFileUpserted, Path: rel, DirPath: dirPath,
-			Content: string(content), ContentHash: hex.EncodeToString(sum[:])})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("--files %s: %w", dir, err)
-	}
-	return buf.Bytes(), nil
 }
