@@ -22,6 +22,9 @@ import (
 	"memindex"
 	"memindex/consumer"
 	"memindex/embedder"
+	"memindex/internal/natsconn"
+	"memindex/internal/secret"
+	"memindex/node"
 	"memindex/store"
 )
 
@@ -72,7 +75,7 @@ func runDoctor(ctx context.Context, args []string, stdout io.Writer) error {
 	var c doctorConfig
 	fl := newFlagSet("doctor", "[--data DIR] [connection and embedder flags] [--json]")
 	c.conn.register(fl, nats.DefaultURL)
-	c.provider.register(fl)
+	c.provider.register(fl, node.DefaultConfig().Embedder)
 	fl.StringVar(&c.data, "data", env("MEMINDEX_DATA", "./data"), "data directory whose shard files to check (MEMINDEX_DATA)")
 	fl.IntVar(&c.partitions, "partition-count", envInt("MEMINDEX_PARTITION_COUNT", 0), "partitions the stream should have; 0: the stream's own (MEMINDEX_PARTITION_COUNT)")
 	fl.IntVar(&c.replicas, "stream-replicas", envInt("MEMINDEX_STREAM_REPLICAS", 0), "replicas the streams should have, as serve's --stream-replicas; 0: do not check (MEMINDEX_STREAM_REPLICAS)")
@@ -149,8 +152,8 @@ func (d *doctor) run(ctx context.Context) {
 }
 
 func (d *doctor) opTimeout() time.Duration {
-	if d.cfg.conn.timeout > 0 {
-		return d.cfg.conn.timeout
+	if d.cfg.conn.Timeout > 0 {
+		return d.cfg.conn.Timeout
 	}
 	return 5 * time.Second
 }
@@ -158,7 +161,7 @@ func (d *doctor) opTimeout() time.Duration {
 // checkNATS connects; the failure says why in words a user can act on.
 func (d *doctor) checkNATS() *nats.Conn {
 	conn := d.cfg.conn
-	nc, err := conn.connect("memindex doctor")
+	nc, err := conn.Connect("memindex doctor")
 	if err != nil {
 		fix := "check that the server is up and --server / NATS_URL names it"
 		var unknownCA x509.UnknownAuthorityError
@@ -184,7 +187,7 @@ func (d *doctor) checkNATS() *nats.Conn {
 	if _, err := nc.TLSConnectionState(); err == nil {
 		tls = "TLS"
 	}
-	d.add("nats", checkOK, fmt.Sprintf("connected to %s (%s), server %s %s", redactURL(nc.ConnectedUrlRedacted()), tls, nc.ConnectedServerName(), nc.ConnectedServerVersion()), "")
+	d.add("nats", checkOK, fmt.Sprintf("connected to %s (%s), server %s %s", natsconn.RedactURL(nc.ConnectedUrlRedacted()), tls, nc.ConnectedServerName(), nc.ConnectedServerVersion()), "")
 	return nc
 }
 
@@ -417,7 +420,7 @@ func (d *doctor) checkShards(ctx context.Context) {
 	}
 	cfg := store.CheckFileConfig{}
 	mode := "integrity_check and FTS5 integrity-check"
-	if release, err := lockData(data); err != nil {
+	if release, err := node.LockData(data); err != nil {
 		cfg.ReadOnly = true
 		mode = "integrity_check only, read-only: a live worker holds the directory; stop it and run doctor again for the FTS5 check"
 	} else {
@@ -445,15 +448,16 @@ func (d *doctor) checkShards(ctx context.Context) {
 // checkProvider embeds one short text with the configured provider, once
 // (no retries). Errors never carry the provider's key.
 func (d *doctor) checkProvider(ctx context.Context) {
-	p := d.cfg.provider
-	p.retries = -1
-	name := "embedder " + p.name
-	e, info, err := newEmbedder(p)
+	p := d.cfg.provider.config()
+	p.Retries = -1
+	name := "embedder " + p.Name
+	e, err := embedder.NewProvider(p)
 	if err != nil {
 		d.add(name, checkFail, redactKeys(err.Error()), "see `memindex doctor -h` for --embedder, --base-url and the provider's API key variable")
 		return
 	}
-	timeout := p.timeout
+	info := e.Info()
+	timeout := p.Timeout
 	if timeout <= 0 || timeout > 15*time.Second {
 		timeout = 15 * time.Second
 	}
@@ -473,21 +477,21 @@ func (d *doctor) checkProvider(ctx context.Context) {
 	if where == "" {
 		where = "in-process"
 	}
-	d.add(name, checkOK, fmt.Sprintf("%s answered one embedding of %d dimensions in %s (model %s, %s)", info.Provider, len(vecs[0]), time.Since(start).Round(time.Millisecond), info.Model, redactURL(where)), "")
+	d.add(name, checkOK, fmt.Sprintf("%s answered one embedding of %d dimensions in %s (model %s, %s)", info.Provider, len(vecs[0]), time.Since(start).Round(time.Millisecond), info.Model, natsconn.RedactURL(where)), "")
 }
 
 // redactKeys removes every provider key and NATS secret of the environment
 // from s.
 func redactKeys(s string) string {
-	for _, names := range providerKeyEnv {
+	for _, names := range embedder.KeyEnv {
 		for _, n := range names {
-			if v, _ := secret(n); len(v) >= 4 {
+			if v, _ := secret.Get(n); len(v) >= 4 {
 				s = strings.ReplaceAll(s, v, redacted)
 			}
 		}
 	}
 	for _, n := range []string{"NATS_PASSWORD", "NATS_TOKEN"} {
-		if v, _ := secret(n); len(v) >= 4 {
+		if v, _ := secret.Get(n); len(v) >= 4 {
 			s = strings.ReplaceAll(s, v, redacted)
 		}
 	}

@@ -14,7 +14,7 @@ func parseLimitFlags(t *testing.T, args ...string) (*limitFlags, error) {
 	var l limitFlags
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	l.register(fs)
+	l.register(fs, memindex.DefaultLimits(), 0)
 	if err := fs.Parse(args); err != nil {
 		t.Fatalf("Parse(%q) error %v", args, err)
 	}

@@ -90,14 +90,14 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err != nil {
 		return err
 	}
-	nc, err := conn.connect("memindex publish")
+	nc, err := conn.Connect("memindex publish")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	// An ack timeout, so a publish the server refuses (a permissions
 	// violation) fails instead of waiting forever.
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(*maxPending), jetstream.WithPublishAsyncTimeout(conn.timeout))
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(*maxPending), jetstream.WithPublishAsyncTimeout(conn.Timeout))
 	if err != nil {
 		return err
 	}
