@@ -66,7 +66,7 @@ func TestProviderOutageOpensTheBreaker(t *testing.T) {
 	cfg.Batch, cfg.Worker, cfg.SearchPending = 100, "breaker-test", 16
 	n, err := Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
-		t.Fatalf("startNode: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -150,6 +150,7 @@ const (
 // host.
 func DefaultConfig() Config {
 	return Config{
+		NATS:             natsconn.Config{Timeout: natsconn.DefaultTimeout},
 		Listen:           DefaultListen,
 		Data:             "./data",
 		Partitions:       "all",

@@ -55,7 +55,7 @@ func startObsNode(t *testing.T, cfg Config) *Node {
 	t.Helper()
 	n, err := Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
-		t.Fatalf("startNode: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	runNode(t, n)
 	return n
@@ -238,7 +238,7 @@ func TestReadyzFollowsARebuild(t *testing.T) {
 	cfg.ReadyLag = 10
 	n, err := Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
-		t.Fatalf("startNode: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	// Started, not yet consuming: the partition of ns must rebuild.
 	code, body := get(t, n, "/readyz")
@@ -310,7 +310,7 @@ func TestHTTPFlags(t *testing.T) {
 	cfg = obsConfig(t.TempDir(), "", 1)
 	cfg.HTTP = busy.httpAddr
 	if _, err := Open(context.Background(), cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "--http") {
-		t.Fatalf("startNode on a taken --http address: err=%v, want an error naming --http", err)
+		t.Fatalf("Open on a taken --http address: err=%v, want an error naming --http", err)
 	}
 	cfg.HTTPRequired = false
 	n = startObsNode(t, cfg)
@@ -320,7 +320,7 @@ func TestHTTPFlags(t *testing.T) {
 	cfg = obsConfig(t.TempDir(), "", 1)
 	cfg.ReadyLag = -1
 	if _, err := Open(context.Background(), cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "--ready-lag") {
-		t.Fatalf("startNode with --ready-lag -1: err=%v, want an error naming --ready-lag", err)
+		t.Fatalf("Open with --ready-lag -1: err=%v, want an error naming --ready-lag", err)
 	}
 }
 

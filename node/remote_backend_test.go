@@ -296,7 +296,7 @@ func TestRemoteProbes(t *testing.T) {
 		cfg.NATS.Server, cfg.Worker, cfg.PartitionCount = s.ClientURL(), "idle", replicaPartitions
 		n, err := Open(ctx, cfg, slog.New(slog.DiscardHandler)) // started, never run: serves, consumes nothing
 		if err != nil {
-			t.Fatalf("startNode: %v", err)
+			t.Fatalf("Open: %v", err)
 		}
 		t.Cleanup(func() { _ = n.Close(context.Background()) })
 		m := openRemote(t, s, time.Second)

@@ -52,7 +52,7 @@ func TestStaticOwnerServesARebuildingPartitionOnceCaughtUp(t *testing.T) {
 	// Started, not yet running: nothing of the lost partition is applied.
 	n, err = Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
-		t.Fatalf("startNode: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	for p := range cfg.PartitionCount {
 		if got, want := n.holds(p), p != lost; got != want {

@@ -49,7 +49,7 @@ func TestServeRefusesWindowShardsAndNamesTheRebuild(t *testing.T) {
 
 	_, err = Open(ctx, cfg, slog.New(slog.DiscardHandler))
 	if !errors.Is(err, store.ErrOldUnits) || !strings.Contains(err.Error(), "memindex rebuild --all --data "+dir) {
-		t.Fatalf("startNode on a window shard = %v; want ErrOldUnits naming `memindex rebuild --all --data %s`", err, dir)
+		t.Fatalf("Open on a window shard = %v; want ErrOldUnits naming `memindex rebuild --all --data %s`", err, dir)
 	}
 	if _, _, err := DropShards(dir); err != nil {
 		t.Fatalf("rebuild --all: %v", err)

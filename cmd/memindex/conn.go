@@ -2,7 +2,6 @@ package main
 
 import (
 	"flag"
-	"time"
 
 	"memindex/internal/natsconn"
 )
@@ -23,5 +22,5 @@ func (c *connFlags) register(fs *flag.FlagSet, defServer string) {
 	fs.StringVar(&c.TLSKey, "tlskey", env("NATS_KEY", ""), "TLS client private key file (NATS_KEY)")
 	fs.StringVar(&c.TLSCA, "tlsca", env("NATS_CA", ""), "CA certificate file to verify the server with (NATS_CA); any TLS option makes TLS required")
 	fs.StringVar(&c.Context, "context", env("NATS_CONTEXT", ""), "nats CLI context to take url, credentials and TLS files from (NATS_CONTEXT)")
-	fs.DurationVar(&c.Timeout, "timeout", 5*time.Second, "time to wait for NATS operations")
+	fs.DurationVar(&c.Timeout, "timeout", natsconn.DefaultTimeout, "time to wait for NATS operations")
 }

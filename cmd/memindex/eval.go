@@ -70,12 +70,13 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	o := &evalOptions{fs: fs}
 	mode := fs.String("mode", "keyword,vector,hybrid", "search modes to measure, comma separated: keyword, vector, hybrid; the first one chooses under --tune")
 	o.fusion = fs.String("fusion", memindex.FusionRRF, "hybrid fusion: rrf or weighted")
-	o.chunkTokens = fs.Int("chunk-tokens", node.DefaultChunkTokens, "most tokens of one indexed chunk (a longer message is indexed in pieces)")
-	o.ctxs = fs.Int("chunk-context", 2, "messages before a chunk indexed as its context; 0: none")
+	d := node.DefaultConfig() // serve's defaults
+	o.chunkTokens = fs.Int("chunk-tokens", d.ChunkTokens, "most tokens of one indexed chunk (a longer message is indexed in pieces)")
+	o.ctxs = fs.Int("chunk-context", d.ChunkContext, "messages before a chunk indexed as its context; 0: none")
 	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
-	o.rrfVector = fs.Float64("rrf-vector-weight", 0, "weight of the vector leg in RRF; 0: the serve default for the embedder")
-	o.rrfKeyword = fs.Float64("rrf-keyword-weight", 1, "weight of the keyword leg in RRF")
-	o.rrfK = fs.Float64("rrf-k", 0, "the k of RRF; 0: the serve default")
+	o.rrfVector = fs.Float64("rrf-vector-weight", d.RRFVectorWeight, "weight of the vector leg in RRF; 0: the serve default for the embedder")
+	o.rrfKeyword = fs.Float64("rrf-keyword-weight", d.RRFKeywordWeight, "weight of the keyword leg in RRF")
+	o.rrfK = fs.Float64("rrf-k", d.RRFK, "the k of RRF; 0: the serve default")
 	fs.BoolVar(&o.split, "split", false, "split the conversations (sorted) alternately into halves A and B and report every system on A, on B and on all")
 	fs.BoolVar(&o.byCategory, "by-category", false, "report every system per question category too")
 	fs.Var(&o.tune, "tune", "FLAG=v1,v2,...: run the eval once per combination (repeat for several flags), choose on each half the best rec@5+rec@10 of the first mode and report it on the other half (implies --split)")

@@ -17,6 +17,10 @@ import (
 	"memindex/internal/secret"
 )
 
+// DefaultTimeout is how long to wait for NATS operations when Config sets
+// no Timeout.
+const DefaultTimeout = 5 * time.Second
+
 // Config is the NATS connection settings, named as the nats CLI names
 // them. Secrets (password, token) come from the field, the environment
 // (NAME or NAME_FILE) or the context, in that order, and no error message or
@@ -32,7 +36,7 @@ type Config struct {
 	TLSCert  string
 	TLSKey   string
 	TLSCA    string
-	Timeout  time.Duration
+	Timeout  time.Duration // of connecting and NATS operations; 0: DefaultTimeout
 	// Log receives the connection's asynchronous errors (permission
 	// violations, slow consumer); nil leaves them to nats.go, which prints
 	// them on stderr.
@@ -125,7 +129,11 @@ func (c *Config) Resolve() (string, error) {
 
 // Options returns the nats.go options of c for a connection named name.
 func (c *Config) Options(name string) ([]nats.Option, error) {
-	opts := []nats.Option{nats.Name(name), nats.Timeout(c.Timeout), nats.MaxReconnects(-1)}
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	opts := []nats.Option{nats.Name(name), nats.Timeout(timeout), nats.MaxReconnects(-1)}
 	if c.Log != nil {
 		log := c.Log
 		opts = append(opts, nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
