@@ -320,8 +320,14 @@ func (n *Node) Run(ctx context.Context) error {
 	n.log.Info("intake stopped; shutting down")
 	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := n.svc.Stop(stopCtx); err != nil {
-		n.log.Error("stop service", "err", err)
+	n.closeMu.Lock()
+	svc := n.svc
+	n.svc = nil // stopped here, with a deadline: closeAll has nothing to stop
+	n.closeMu.Unlock()
+	if svc != nil {
+		if err := svc.Stop(stopCtx); err != nil {
+			n.log.Error("stop service", "err", err)
+		}
 	}
 	// Acks are fire-and-forget publishes: flush them before closing.
 	if err := n.nc.FlushTimeout(5 * time.Second); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
