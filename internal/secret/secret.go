@@ -1,6 +1,3 @@
-// Package secret reads secrets from the environment: a variable holding the
-// value, or NAME_FILE naming a file that holds it (a mounted secret). It
-// must never log or return a secret inside an error.
 package secret
 
 import (
