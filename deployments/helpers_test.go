@@ -18,7 +18,7 @@ import (
 
 // drain bounds how long a worker takes to stop after SIGTERM: the batch in
 // hand commits within consumer.shutdownGrace (15 s), the micro service stops
-// within 10 s and the connection flushes within 5 s (cmd/memindex/serve.go).
+// within 10 s and the connection flushes within 5 s (node/node.go, Node.Run).
 // Every deployment must give a worker longer than this before it kills it.
 const drain = 30 * time.Second
 

@@ -33,13 +33,18 @@
 //     cloud metadata, link-local and unspecified addresses, loopback the URL
 //     did not name (also after DNS resolution and on every redirect).
 //
-// The usual stack is NewCached(NewBatched(provider, poolCfg), cache), with a
-// remote provider wrapped as NewBreaker(NewRateLimited(provider, rl), br): the
-// cache answers what it can, only misses are batched, each batch is one
-// rate-limited request, and vectors are checked before they are cached.
+// NewProvider (provider.go) builds the provider a ProviderConfig names, and
+// NewStack (stack.go) the one stack every user runs — a node's serving
+// embedder, a previous generation's and rebuild's: NewCached(NewBatched(p,
+// pool), cache), with a remote provider p wrapped as
+// NewBreaker(NewRateLimited(provider, rl), br): the cache answers what it
+// can, only misses are batched, each batch is one rate-limited request, and
+// vectors are checked before they are cached. Space and ParseSpace name a
+// vector space as shards record it.
 //
 // It must not read the environment or files for its configuration (cmd/
-// does, and passes config structs in), know about NATS or the SQLite schema
+// does, and passes config structs in; API keys come through
+// ProviderConfig.Keys), know about NATS or the SQLite schema
 // (the store package satisfies Cache), start goroutines that outlive a call,
 // or log: errors are returned, wrapping the sentinels in errors.go.
 package embedder

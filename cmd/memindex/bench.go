@@ -22,9 +22,9 @@ import (
 
 	"memindex"
 	"memindex/client"
-	"memindex/consumer"
 	"memindex/embedder"
 	"memindex/internal/corpus"
+	"memindex/node"
 	"memindex/query"
 	"memindex/store"
 )
@@ -235,13 +235,13 @@ type nodeBench struct {
 // benchNode starts a node in process and runs the ingest, search and
 // concurrency suites against it.
 func benchNode(ctx context.Context, dir string, run map[string]bool, say func(string, ...any), rep *benchReport, nb nodeBench) error {
-	n, err := startNode(ctx, benchServeConfig(filepath.Join(dir, "node")), slog.New(slog.DiscardHandler))
+	n, err := node.Open(ctx, benchNodeConfig(filepath.Join(dir, "node")), slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- n.run(rctx) }()
+	go func() { done <- n.Run(rctx) }()
 	defer func() { stop(); <-done }()
 
 	if run["ingest"] {
@@ -280,7 +280,7 @@ func benchNode(ctx context.Context, dir string, run map[string]bool, say func(st
 			return err
 		}
 		say("hot: the floors, in process over the same %d messages …", nb.hotMessages)
-		floors, err := benchHotFloors(ctx, filepath.Join(dir, "hot"), nb.hotMessages, nb.hotSessions, n.cfg.batch, say)
+		floors, err := benchHotFloors(ctx, filepath.Join(dir, "hot"), nb.hotMessages, nb.hotSessions, n.Config().Batch, say)
 		if err != nil {
 			return err
 		}
@@ -307,7 +307,7 @@ func benchNode(ctx context.Context, dir string, run map[string]bool, say func(st
 		}
 		if run["concurrency"] {
 			for _, c := range nb.clients {
-				fig, err := benchConcurrency(ctx, n.url, ns, size, "hybrid", c, nb.concDur)
+				fig, err := benchConcurrency(ctx, n.URL(), ns, size, "hybrid", c, nb.concDur)
 				if err != nil {
 					return err
 				}
@@ -319,11 +319,13 @@ func benchNode(ctx context.Context, dir string, run map[string]bool, say func(st
 	return nil
 }
 
-// benchServeConfig is the node every bench part that needs one starts:
+// benchNodeConfig is the node every bench part that needs one starts:
 // built-in embedder (384 dims), all partitions, data under data.
-func benchServeConfig(data string) serveConfig {
-	return serveConfig{listen: "127.0.0.1:-1", data: data, partitions: memindex.DefaultPartitions, provider: providerFlags{name: "builtin", dims: 384},
-		batch: 1000, embedBatch: 64, embedConc: 4, chunkTokens: 400, worker: "bench", maxPending: 1024}
+func benchNodeConfig(data string) node.Config {
+	c := node.DefaultConfig()
+	c.Listen, c.Data, c.PartitionCount, c.Worker, c.SearchPending = "127.0.0.1:-1", data, memindex.DefaultPartitions, "bench", 1024
+	c.Embedder.Dims, c.HTTP, c.SnapshotInterval = 384, "off", 0
+	return c
 }
 
 // parseSizes parses a comma-separated list of positive integers (empty: none).
@@ -381,9 +383,9 @@ func generatedEventsIn(prefix string, n int) [][]byte {
 // them: messages per second from the first publish to the last commit. It
 // waits on the worker's applied sequences (a counter in memory), not on
 // counting the shards' rows, so waiting costs the ingest nothing.
-func benchIngest(ctx context.Context, n *node, name string, lines [][]byte, ns string) (ingestFigure, error) {
+func benchIngest(ctx context.Context, n *node.Node, name string, lines [][]byte, ns string) (ingestFigure, error) {
 	before := totals(ctx, n)
-	js, err := jetstream.New(n.nc, jetstream.WithPublishAsyncMaxPending(8192))
+	js, err := jetstream.New(n.Conn(), jetstream.WithPublishAsyncMaxPending(8192))
 	if err != nil {
 		return ingestFigure{}, err
 	}
@@ -402,7 +404,7 @@ func benchIngest(ctx context.Context, n *node, name string, lines [][]byte, ns s
 		if err != nil {
 			return ingestFigure{}, err
 		}
-		futures = append(futures, sent{p: partitionOfSubject(m.Subject, n.cfg.partitions), ack: f})
+		futures = append(futures, sent{p: partitionOfSubject(m.Subject, n.Partitions()), ack: f})
 		if i%4096 == 4095 { // a window of acks in flight
 			<-js.PublishAsyncComplete()
 		}
@@ -421,7 +423,7 @@ func benchIngest(ctx context.Context, n *node, name string, lines [][]byte, ns s
 			return ingestFigure{}, fmt.Errorf("publish: %w", err)
 		}
 	}
-	w := n.newestWorker()
+	w := n.IngestWorker()
 	for {
 		done := true
 		for p, seq := range last {
@@ -445,9 +447,9 @@ func benchIngest(ctx context.Context, n *node, name string, lines [][]byte, ns s
 
 type total struct{ messages, chunks, waiting int64 }
 
-func totals(ctx context.Context, n *node) total {
+func totals(ctx context.Context, n *node.Node) total {
 	var t total
-	for _, sh := range n.shardsNow() {
+	for _, sh := range n.Shards() {
 		if st, err := sh.Stats(ctx); err == nil {
 			t.messages += st.Messages
 			t.chunks += st.Chunks
@@ -459,9 +461,9 @@ func totals(ctx context.Context, n *node) total {
 
 // fillNamespace writes size generated chunks with vectors straight into the
 // namespace's shard: search latency does not depend on how chunks arrived.
-func fillNamespace(ctx context.Context, n *node, ns string, size int) error {
-	p := memindex.Partition(ns, n.cfg.partitions)
-	sh := n.shardsNow()[p]
+func fillNamespace(ctx context.Context, n *node.Node, ns string, size int) error {
+	p := memindex.Partition(ns, n.Partitions())
+	sh := n.Shards()[p]
 	g := corpus.New(uint64(size))
 	const per = 1000
 	for off := 0; off < size; off += per {
@@ -479,7 +481,7 @@ func fillNamespace(ctx context.Context, n *node, ns string, size int) error {
 				SessionKey: fmt.Sprintf("chat-%d", id/50), SessionID: "s1", SeqStart: int64(id%50*10 + 1), SeqEnd: int64(id%50*10 + 10),
 				Text: texts[i], TimeStart: time.Unix(1_700_000_000+int64(id)*60, 0), TimeEnd: time.Unix(1_700_000_000+int64(id)*60+600, 0)}
 		}
-		vecs, err := n.cached.Embed(ctx, embedder.Request{Texts: texts, Kind: embedder.KindDocument})
+		vecs, err := n.Embedder().Embed(ctx, embedder.Request{Texts: texts, Kind: embedder.KindDocument})
 		if err != nil {
 			return err
 		}
@@ -508,8 +510,8 @@ func fillNamespace(ctx context.Context, n *node, ns string, size int) error {
 
 // benchSearch sends queries one at a time over NATS and reports latency
 // percentiles as the client sees them.
-func benchSearch(ctx context.Context, n *node, ns string, size int, mode string, queries int) (searchFigure, error) {
-	nc, err := nats.Connect(n.url)
+func benchSearch(ctx context.Context, n *node.Node, ns string, size int, mode string, queries int) (searchFigure, error) {
+	nc, err := nats.Connect(n.URL())
 	if err != nil {
 		return searchFigure{}, err
 	}
@@ -544,12 +546,4 @@ func benchSearch(ctx context.Context, n *node, ns string, size int, mode string,
 // (memindex.events.<namespace>).
 func partitionOfSubject(subject string, partitions int) int {
 	return memindex.Partition(strings.TrimPrefix(subject, memindex.EventSubjectPrefix+"."), partitions)
-}
-
-// newestWorker is the worker of the generation being built or served: the
-// one ingesting.
-func (n *node) newestWorker() *consumer.Worker {
-	n.genMu.RLock()
-	defer n.genMu.RUnlock()
-	return n.newest().worker
 }

@@ -18,6 +18,7 @@ import (
 
 	"memindex"
 	"memindex/consumer"
+	"memindex/node"
 )
 
 // The cluster suite (`memindex bench --suite cluster`; not in the default
@@ -237,7 +238,7 @@ type benchCluster struct {
 	srv   *server.Server
 	nc    *nats.Conn
 	js    jetstream.JetStream
-	nodes []*node
+	nodes []*node.Node
 	stops []func() error
 }
 
@@ -250,7 +251,7 @@ func withBenchCluster(ctx context.Context, dir string, f func(*benchCluster) err
 	}
 	c := &benchCluster{dir: dir}
 	defer func() { err = errors.Join(err, c.close()) }()
-	if c.srv, err = startEmbedded("127.0.0.1:-1", filepath.Join(dir, "nats"), nil); err != nil {
+	if c.srv, err = node.StartEmbedded("127.0.0.1:-1", filepath.Join(dir, "nats")); err != nil {
 		return err
 	}
 	if c.nc, err = nats.Connect(c.srv.ClientURL(), nats.Name("memindex bench")); err != nil {
@@ -300,19 +301,18 @@ func (c *benchCluster) startWorkers(ctx context.Context, sets []string, group st
 // them: their consumers exist, nothing is fetched yet.
 func (c *benchCluster) startNodes(ctx context.Context, sets []string, group string, ttl time.Duration) error {
 	for i, set := range sets {
-		cfg := serveConfig{data: filepath.Join(c.dir, fmt.Sprintf("w%d", i+1)), partitions: memindex.DefaultPartitions,
-			provider: providerFlags{name: "builtin", dims: 384}, batch: 1000, embedBatch: 64, embedConc: 4, chunkTokens: 400,
-			worker: fmt.Sprintf("bench-w%d", i+1), maxPending: 1024, owned: set, readyLag: defaultReadyLag}
-		cfg.conn.server = c.srv.ClientURL()
+		cfg := benchNodeConfig(filepath.Join(c.dir, fmt.Sprintf("w%d", i+1)))
+		cfg.Worker, cfg.Partitions = fmt.Sprintf("bench-w%d", i+1), set
+		cfg.NATS.Server = c.srv.ClientURL()
 		if group != "" {
-			cfg.owned, cfg.group, cfg.replicas, cfg.leaseTTL = "", group, 1, ttl
+			cfg.Partitions, cfg.Group, cfg.Replicas, cfg.LeaseTTL = "", group, 1, ttl
 		}
-		n, err := startNode(ctx, cfg, slog.New(slog.DiscardHandler))
+		n, err := node.Open(ctx, cfg, slog.New(slog.DiscardHandler))
 		if err != nil {
-			return fmt.Errorf("start worker %s: %w", cfg.worker, err)
+			return fmt.Errorf("start worker %s: %w", cfg.Worker, err)
 		}
 		c.nodes = append(c.nodes, n)
-		c.stops = append(c.stops, func() error { n.close(); return nil })
+		c.stops = append(c.stops, func() error { return n.Close(context.Background()) })
 	}
 	return nil
 }
@@ -322,7 +322,7 @@ func (c *benchCluster) runNodes(ctx context.Context) {
 	for i, n := range c.nodes {
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		go func() { done <- n.run(rctx) }() // waited for by close
+		go func() { done <- n.Run(rctx) }() // waited for by close
 		c.stops[i] = func() error { cancel(); return <-done }
 	}
 }
@@ -331,7 +331,7 @@ func (c *benchCluster) runNodes(ctx context.Context) {
 func (c *benchCluster) waitBound(ctx context.Context) error {
 	return pollUntil(ctx, time.Minute, "every partition's consumer bound", func() (bool, error) {
 		for _, n := range c.nodes {
-			for _, r := range n.serving.worker.Readiness(ctx) {
+			for _, r := range n.Readiness(ctx) {
 				if !r.Bound {
 					return false, nil
 				}
@@ -379,7 +379,7 @@ func benchSpread(ctx context.Context, dir string, w int, ttl time.Duration) (fig
 			for p := range P {
 				k := 0
 				for i, n := range c.nodes {
-					if n.holds(p) {
+					if n.Holds(p) {
 						k++
 						held[i]++
 					}

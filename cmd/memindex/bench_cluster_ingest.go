@@ -177,7 +177,7 @@ func (c *benchCluster) publish(ctx context.Context, msgs []*nats.Msg, parts []in
 func (c *benchCluster) shards() (map[int]*store.Shard, error) {
 	out := map[int]*store.Shard{}
 	for _, n := range c.nodes {
-		for p, sh := range n.shardsNow() {
+		for p, sh := range n.Shards() {
 			if _, dup := out[p]; dup {
 				return nil, fmt.Errorf("partition %d is held by two workers", p)
 			}

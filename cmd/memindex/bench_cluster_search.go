@@ -12,6 +12,7 @@ import (
 
 	"memindex"
 	"memindex/internal/corpus"
+	"memindex/node"
 	"memindex/query"
 )
 
@@ -53,9 +54,9 @@ type clusterSearchFigure struct {
 func (c *benchCluster) search(ctx context.Context, ns string, size, queries int) ([]clusterSearchFigure, error) {
 	P := memindex.DefaultPartitions
 	p := memindex.Partition(ns, P)
-	var holder *node
+	var holder *node.Node
 	for _, n := range c.nodes {
-		if n.holds(p) {
+		if n.Holds(p) {
 			holder = n
 		}
 	}
@@ -160,7 +161,7 @@ func (c *benchCluster) search(ctx context.Context, ns string, size, queries int)
 		if n == holder {
 			path = pathRoutedHolder
 		}
-		received[path] += after[n.cfg.worker] - before[n.cfg.worker]
+		received[path] += after[n.Config().Worker] - before[n.Config().Worker]
 	}
 	var out []clusterSearchFigure
 	for _, path := range []string{pathDirect, pathRoutedHolder, pathRoutedRelay} {

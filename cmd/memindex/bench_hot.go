@@ -16,6 +16,7 @@ import (
 	"memindex/chunker"
 	"memindex/embedder"
 	"memindex/internal/corpus"
+	"memindex/node"
 )
 
 // The hot suite (issue 13 item 3): one namespace, so one partition and one
@@ -68,7 +69,7 @@ func hotEvents(n, sessions int) [][]byte {
 
 // benchHot runs the hot suite's memindex cases on n: the hot namespace,
 // then the many-namespaces corpus of the same size.
-func benchHot(ctx context.Context, n *node, messages, sessions int, say func(string, ...any)) ([]hotFigure, error) {
+func benchHot(ctx context.Context, n *node.Node, messages, sessions int, say func(string, ...any)) ([]hotFigure, error) {
 	var out []hotFigure
 	for _, c := range []struct {
 		system   string

@@ -15,6 +15,7 @@ import (
 	"memindex"
 	"memindex/embedder"
 	"memindex/internal/eval"
+	"memindex/node"
 	"memindex/query"
 )
 
@@ -150,13 +151,13 @@ func runLocomoSuite(ctx context.Context, cfg locomoBenchConfig) (*locomoReport, 
 
 	// memindex: a node, LoCoMo published into one namespace, every message
 	// indexed and every vector written.
-	n, err := startNode(ctx, benchServeConfig(filepath.Join(cfg.Dir, "node")), slog.New(slog.DiscardHandler))
+	n, err := node.Open(ctx, benchNodeConfig(filepath.Join(cfg.Dir, "node")), slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, err
 	}
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- n.run(rctx) }()
+	go func() { done <- n.Run(rctx) }()
 	defer func() { stop(); <-done }()
 	cfg.Log("locomo: indexing %d messages into %s …", len(c.Messages), locomoNamespace)
 	t0 := time.Now()
@@ -212,7 +213,7 @@ func runLocomoSuite(ctx context.Context, cfg locomoBenchConfig) (*locomoReport, 
 		return 0
 	}
 
-	cl := query.NewClient(n.nc)
+	cl := query.NewClient(n.Conn())
 	var systems []*locomoSystem
 	for _, mode := range cfg.Modes {
 		systems = append(systems, &locomoSystem{name: "memindex " + mode, where: "NATS", searched: convSize,
@@ -333,7 +334,7 @@ func (s *locomoSystem) figure() locomoFigure {
 
 // waitVectors waits until the node's shards hold want messages and no
 // chunk waits for its vector.
-func waitVectors(ctx context.Context, n *node, want int64) error {
+func waitVectors(ctx context.Context, n *node.Node, want int64) error {
 	for {
 		if t := totals(ctx, n); t.messages >= want && t.waiting == 0 {
 			return nil

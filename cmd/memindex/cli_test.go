@@ -18,7 +18,7 @@ import (
 func TestCLIPublishSearchStatusDLQ(t *testing.T) {
 	n := testNode(t, 4)
 	ctx := context.Background()
-	srv := []string{"--server", n.url}
+	srv := []string{"--server", n.URL()}
 	run := func(f func(*bytes.Buffer) error) string {
 		t.Helper()
 		var out bytes.Buffer
@@ -45,7 +45,7 @@ func TestCLIPublishSearchStatusDLQ(t *testing.T) {
 		t.Fatalf("publish --json = %s (%v), want 2 published and 1 rejected", out.String(), err)
 	}
 	// A raw event the worker must dead-letter: seq is missing.
-	if _, err := n.js.Publish(ctx, memindex.EventSubject("demo"), []byte(`{"type":"message","sessionKey":"chat","sessionId":"s1","text":"no seq"}`)); err != nil {
+	if _, err := jsOf(t, n).Publish(ctx, memindex.EventSubject("demo"), []byte(`{"type":"message","sessionKey":"chat","sessionId":"s1","text":"no seq"}`)); err != nil {
 		t.Fatal(err)
 	}
 

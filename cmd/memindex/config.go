@@ -1,12 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"memindex/embedder"
+	"memindex/internal/natsconn"
 	"os"
 	"regexp"
 	"sort"
@@ -250,53 +251,10 @@ func flagType(f *flag.Flag) string {
 	return "a valid value"
 }
 
-// Context values that make runServe stop after registering or parsing its
-// flags (parseFlags): config show and the key check of other commands
-// reuse serve's flag set without running a worker.
-type configModeKey struct{}
-
-type configMode struct {
-	capture bool          // return the flag set unparsed
-	fs      *flag.FlagSet // the captured flag set
-	// show, when set, receives the parsed flag set and settings.
-	show func(fs *flag.FlagSet, set map[string]setting) error
-}
-
-// errConfigDone ends runServe after a configMode did its work.
-var errConfigDone = errors.New("configuration handled")
-
-// parseFlags parses serve's args and applies its config file (the one hook
-// in runServe). Under a configMode in ctx it hands the flag set over
-// instead of letting serve run.
-func parseFlags(ctx context.Context, fs *flag.FlagSet, args []string) error {
-	addConfigFlag(fs)
-	m, _ := ctx.Value(configModeKey{}).(*configMode)
-	if m != nil && m.capture {
-		m.fs = fs
-		return errConfigDone
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	set, err := applyConfig(fs, nil)
-	if err != nil {
-		return err
-	}
-	if m != nil && m.show != nil {
-		if err := m.show(fs, set); err != nil {
-			return err
-		}
-		return errConfigDone
-	}
-	return nil
-}
-
-// serveFlagSet returns serve's flag set, registered but not parsed.
-func serveFlagSet() *flag.FlagSet {
-	m := &configMode{capture: true}
-	_ = runServe(context.WithValue(context.Background(), configModeKey{}, m), nil)
-	return m.fs
-}
+// serveFlagSet returns serve's flag set, registered but not parsed: config
+// show and the key check of other commands use it without running a
+// worker.
+func serveFlagSet() *flag.FlagSet { return newServeFlags().fs }
 
 // serveKnows reports whether key is one of serve's flags or their
 // environment variable names: such keys in a shared config file are left
@@ -320,7 +278,7 @@ func serveKnows() func(string) bool {
 }
 
 // runConfig runs `memindex config show`.
-func runConfig(ctx context.Context, args []string, stdout io.Writer) error {
+func runConfig(args []string, stdout io.Writer) error {
 	if len(args) == 0 || args[0] != "show" {
 		return errors.New("usage: memindex config show [--config FILE] [serve flags] [--json]")
 	}
@@ -337,26 +295,15 @@ func runConfig(ctx context.Context, args []string, stdout io.Writer) error {
 			serveArgs = append(serveArgs, a)
 		}
 	}
-	m := &configMode{show: func(fs *flag.FlagSet, set map[string]setting) error {
-		return printConfig(stdout, fs, set, asJSON)
-	}}
-	err := runServe(context.WithValue(ctx, configModeKey{}, m), serveArgs)
-	if errors.Is(err, errConfigDone) {
-		return nil
+	fs := serveFlagSet()
+	if err := fs.Parse(serveArgs); err != nil {
+		return err
 	}
-	if err == nil {
-		return errors.New("config show: serve did not hand over its flags (is parseFlags still called in runServe?)")
+	set, err := applyConfig(fs, nil)
+	if err != nil {
+		return err
 	}
-	return err
-}
-
-// providerKeyEnv names the environment variables holding each provider's
-// API key (see newEmbedder).
-var providerKeyEnv = map[string][]string{
-	"openai":  {"OPENAI_API_KEY"},
-	"mistral": {"MISTRAL_API_KEY"},
-	"voyage":  {"VOYAGE_API_KEY"},
-	"gemini":  {"GEMINI_API_KEY", "GOOGLE_API_KEY"},
+	return printConfig(stdout, fs, set, asJSON)
 }
 
 // effectiveSettings returns the settings to show, sorted by name, with
@@ -379,12 +326,12 @@ func effectiveSettings(fs *flag.FlagSet, set map[string]setting) []setting {
 				}
 			}
 		case strings.Contains(s.Value, "://"):
-			s.Value = redactURL(s.Value)
+			s.Value = natsconn.RedactURL(s.Value)
 		}
 		out = append(out, s)
 	}
 	if f := fs.Lookup("embedder"); f != nil {
-		for _, n := range providerKeyEnv[f.Value.String()] {
+		for _, n := range embedder.KeyEnv[f.Value.String()] {
 			s := setting{Name: n, Source: sourceDefault}
 			switch {
 			case os.Getenv(n) != "":

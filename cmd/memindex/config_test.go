@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -27,7 +26,7 @@ func writeConfig(t *testing.T, body string) string {
 func showConfig(t *testing.T, args ...string) (map[string]setting, string) {
 	t.Helper()
 	var out bytes.Buffer
-	if err := runConfig(context.Background(), append([]string{"show", "--json"}, args...), &out); err != nil {
+	if err := runConfig(append([]string{"show", "--json"}, args...), &out); err != nil {
 		t.Fatalf("config show %v: %v", args, err)
 	}
 	var rep struct {
@@ -92,7 +91,7 @@ func TestConfigFileErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeConfig(t, tc.body)
-			err := runConfig(context.Background(), []string{"show", "--config", path}, &bytes.Buffer{})
+			err := runConfig([]string{"show", "--config", path}, &bytes.Buffer{})
 			if err == nil {
 				t.Fatalf("config show with %q: no error, want one", tc.body)
 			}
@@ -106,7 +105,7 @@ func TestConfigFileErrors(t *testing.T) {
 			}
 		})
 	}
-	if err := runConfig(context.Background(), []string{"show", "--config", filepath.Join(t.TempDir(), "missing.yaml")}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--config") {
+	if err := runConfig([]string{"show", "--config", filepath.Join(t.TempDir(), "missing.yaml")}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--config") {
 		t.Errorf("missing file: err = %v, want an error naming --config", err)
 	}
 }
@@ -136,7 +135,7 @@ func TestConfigShowRedactsSecrets(t *testing.T) {
 		}
 	}
 	var human bytes.Buffer
-	if err := runConfig(context.Background(), []string{"show", "--config", path}, &human); err != nil {
+	if err := runConfig([]string{"show", "--config", path}, &human); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(human.String(), "file "+path+":2") || strings.Contains(human.String(), "sk-from-env") {
@@ -155,8 +154,8 @@ func TestConfigFileSharedWithOtherCommands(t *testing.T) {
 	if _, err := parseArgs(fs, []string{"--config", path, "query"}); err != nil {
 		t.Fatalf("parseArgs: %v", err)
 	}
-	if conn.server != "nats://files-server:4222" || *data != "/srv/memindex" {
-		t.Fatalf("server %q data %q, want the file's", conn.server, *data)
+	if conn.Server != "nats://files-server:4222" || *data != "/srv/memindex" {
+		t.Fatalf("server %q data %q, want the file's", conn.Server, *data)
 	}
 	bad := writeConfig(t, "namespcae: x\n")
 	fs = newFlagSet("search", "[flags]")

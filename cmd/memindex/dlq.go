@@ -40,7 +40,7 @@ func runDLQ(ctx context.Context, args []string, stdin io.Reader, stdout io.Write
 	if err != nil {
 		return err
 	}
-	nc, err := conn.connect("memindex dlq")
+	nc, err := conn.Connect("memindex dlq")
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func runDLQ(ctx context.Context, args []string, stdin io.Reader, stdout io.Write
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 4*conn.timeout)
+	ctx, cancel := context.WithTimeout(ctx, 4*conn.Timeout)
 	defer cancel()
 	seqArg := func() (uint64, error) {
 		if len(pos) != 1 {

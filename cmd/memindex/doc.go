@@ -1,9 +1,13 @@
 // Command memindex is the one binary of memindex: serve (the worker),
-// publish, search, status, dlq and bench. It owns configuration (flags, then
-// environment, then the YAML file of --config / MEMINDEX_CONFIG, then
-// defaults: config.go, which also prints `memindex config show` with each
-// value's source and secrets redacted), wiring of the concrete types, logging
-// and shutdown order; logic worth a unit test lives in the packages it wires.
+// publish, search, status, dlq, rebuild, snapshot, bench, eval and doctor.
+// It owns configuration (flags, then environment, then the YAML file of
+// --config / MEMINDEX_CONFIG, then defaults: config.go, which also prints
+// `memindex config show` with each value's source and secrets redacted) and
+// printing; the work is the packages'. serve (serve.go) registers its flags
+// with the defaults of node.DefaultConfig, parses them, and runs
+// node.Open and Node.Run; rebuild and snapshot call node.Rebuild and
+// node.Snapshot and print their progress. Logic worth a unit test lives in
+// the packages it wires.
 //
 // `memindex doctor` (doctor.go) checks a deployment from the outside: NATS
 // connectivity, JetStream, the streams' and consumers' configuration against
@@ -13,22 +17,18 @@
 // directory's lock; never opened as shards, so nothing is migrated) and one
 // embedding from the configured provider; each failure says what to do.
 //
-// It also owns how memindex connects to NATS (connect.go: credentials, nkeys,
-// tokens, nats CLI contexts and TLS with no fallback to plaintext) and the
-// credentials of the embedded server with --auth (auth.go: nkey seeds under
-// the data directory, mode 0600). It must never print a password, token,
-// seed or provider key: not in usage, logs, errors or status.
+// The NATS connection flags (conn.go) fill internal/natsconn.Config, which
+// owns connecting; the embedded server's --auth credentials are the node's.
+// It must never print a password, token, seed or provider key: not in
+// usage, logs, errors or status. Provider keys come from the environment
+// only (providerFlags.config: the vendors' variables or NAME_FILE).
 //
-// It owns observability: the OpenTelemetry SDK and its OTLP/HTTP exporter,
-// configured only by the standard OTEL_* variables and off unless they ask
-// for traces (telemetry.go; `publish` injects its trace context into each
-// event), the slog handler that adds trace_id to records logged under a
-// span, and the HTTP endpoints of serve (--http): /metrics from one
-// Prometheus registry per node whose gauges are read from the node's status
-// at scrape time (metrics.go), /livez, and /readyz, which is 200 only when
-// the node is connected, consuming, every partition bound, caught up within
-// --ready-lag and not rebuilding, and not draining (http.go). Metric labels
-// never carry a namespace.
+// It owns the process-wide parts of observability: the OpenTelemetry SDK
+// and its OTLP/HTTP exporter, configured only by the standard OTEL_*
+// variables and off unless they ask for traces (telemetry.go; `publish`
+// injects its trace context into each event), and the slog handler that
+// adds trace_id to records logged under a span. The HTTP endpoints and
+// metrics are the node's (package node).
 //
 // bench (bench*.go) measures in one run: ingest end to end and per stage,
 // search over NATS one request at a time and under 1, 8 and 64 concurrent

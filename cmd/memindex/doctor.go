@@ -12,6 +12,9 @@ import (
 
 	"memindex/embedder"
 	"memindex/internal/doctor"
+	"memindex/internal/natsconn"
+	"memindex/internal/secret"
+	"memindex/node"
 )
 
 // runDoctor is `memindex doctor`: the checks are package doctor's.
@@ -23,7 +26,7 @@ func runDoctor(ctx context.Context, args []string, stdout io.Writer) error {
 	)
 	fl := newFlagSet("doctor", "[--data DIR] [connection and embedder flags] [--json]")
 	conn.register(fl, nats.DefaultURL)
-	provider.register(fl)
+	provider.register(fl, node.DefaultConfig().Embedder)
 	fl.StringVar(&c.Data, "data", env("MEMINDEX_DATA", "./data"), "data directory whose shard files to check (MEMINDEX_DATA)")
 	fl.IntVar(&c.Partitions, "partition-count", envInt("MEMINDEX_PARTITION_COUNT", 0), "partitions the stream should have; 0: the stream's own (MEMINDEX_PARTITION_COUNT)")
 	fl.IntVar(&c.Replicas, "stream-replicas", envInt("MEMINDEX_STREAM_REPLICAS", 0), "replicas the streams should have, as serve's --stream-replicas; 0: do not check (MEMINDEX_STREAM_REPLICAS)")
@@ -31,14 +34,21 @@ func runDoctor(ctx context.Context, args []string, stdout io.Writer) error {
 	if _, err := parseArgs(fl, args); err != nil {
 		return err
 	}
-	c.Connect = func() (*nats.Conn, error) { return conn.connect("memindex doctor") }
-	c.OpTimeout = conn.timeout
-	provider.retries = -1 // one embedding, no retries
-	c.Provider = provider.name
-	c.NewEmbedder = func() (embedder.Embedder, embedder.Info, error) { return newEmbedder(provider) }
-	c.EmbedTimeout = provider.timeout
-	c.LockData = lockData
-	c.RedactURL, c.RedactSecrets = redactURL, redactKeys
+	c.Connect = func() (*nats.Conn, error) { return conn.Connect("memindex doctor") }
+	c.OpTimeout = conn.Timeout
+	pc := provider.config()
+	pc.Retries = -1 // one embedding, no retries
+	c.Provider = pc.Name
+	c.NewEmbedder = func() (embedder.Embedder, embedder.Info, error) {
+		e, err := embedder.NewProvider(pc)
+		if err != nil {
+			return nil, embedder.Info{}, err
+		}
+		return e, e.Info(), nil
+	}
+	c.EmbedTimeout = pc.Timeout
+	c.LockData = node.LockData
+	c.RedactURL, c.RedactSecrets = natsconn.RedactURL, redactKeys
 	rep := doctor.Run(ctx, c)
 	failed := rep.Failed()
 	if *asJSON {
@@ -70,15 +80,15 @@ func printChecks(w io.Writer, checks []doctor.Check) {
 // redactKeys removes every provider key and NATS secret of the environment
 // from s.
 func redactKeys(s string) string {
-	for _, names := range providerKeyEnv {
+	for _, names := range embedder.KeyEnv {
 		for _, n := range names {
-			if v, _ := secret(n); len(v) >= 4 {
+			if v, _ := secret.Get(n); len(v) >= 4 {
 				s = strings.ReplaceAll(s, v, redacted)
 			}
 		}
 	}
 	for _, n := range []string{"NATS_PASSWORD", "NATS_TOKEN"} {
-		if v, _ := secret(n); len(v) >= 4 {
+		if v, _ := secret.Get(n); len(v) >= 4 {
 			s = strings.ReplaceAll(s, v, redacted)
 		}
 	}

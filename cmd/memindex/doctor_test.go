@@ -14,6 +14,7 @@ import (
 	"memindex"
 	"memindex/internal/doctor"
 	"memindex/internal/natstest"
+	"memindex/node"
 	"memindex/store"
 )
 
@@ -55,7 +56,7 @@ func TestDoctorHealthy(t *testing.T) {
 	s := natstest.Server(t)
 	dir := t.TempDir()
 	cfg := testServeConfig(dir)
-	cfg.conn.server = s.ClientURL()
+	cfg.NATS.Server = s.ClientURL()
 	_, stop := runTestNode(t, cfg, nil)
 	args := []string{"--server", s.ClientURL(), "--data", dir}
 
@@ -88,17 +89,17 @@ func TestDoctorReportsDriftedStream(t *testing.T) {
 	s := natstest.Server(t)
 	dir := t.TempDir()
 	cfg := testServeConfig(dir)
-	cfg.conn.server = s.ClientURL()
+	cfg.NATS.Server = s.ClientURL()
 	n, _ := runTestNode(t, cfg, nil)
 	ctx := context.Background()
-	st, err := n.js.Stream(ctx, memindex.StreamEvents)
+	st, err := jsOf(t, n).Stream(ctx, memindex.StreamEvents)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sc := st.CachedInfo().Config
 	sc.MaxMsgSize = 1024
 	sc.MaxAge = 3600e9
-	if _, err := n.js.UpdateStream(ctx, sc); err != nil {
+	if _, err := jsOf(t, n).UpdateStream(ctx, sc); err != nil {
 		t.Fatalf("update stream: %v", err)
 	}
 	checks, _, err := doctorRun(t, "--server", s.ClientURL(), "--data", dir)
@@ -149,7 +150,7 @@ func TestDoctorReportsCorruptShard(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []int{0, 1} {
-		sh, err := store.Open(ctx, shardPath(filepath.Join(dir, "shards"), p), store.Config{Dims: 8})
+		sh, err := store.Open(ctx, node.ShardPath(filepath.Join(dir, "shards"), p), store.Config{Dims: 8})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +158,7 @@ func TestDoctorReportsCorruptShard(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	bad := shardPath(filepath.Join(dir, "shards"), 1)
+	bad := node.ShardPath(filepath.Join(dir, "shards"), 1)
 	b, err := os.ReadFile(bad)
 	if err != nil {
 		t.Fatal(err)

@@ -22,13 +22,14 @@ import (
 	"memindex/client"
 	"memindex/internal/corpus"
 	"memindex/internal/natstest"
+	"memindex/node"
 	"memindex/store"
 )
 
 const locomoDir = "../../../shared/eval-data/locomo"
 
 // testNode starts a worker in-process on an embedded server on a random port.
-func testNode(t *testing.T, partitions int) *node {
+func testNode(t *testing.T, partitions int) *node.Node {
 	t.Helper()
 	n, _ := testNodeIn(t, t.TempDir(), partitions)
 	return n
@@ -36,22 +37,16 @@ func testNode(t *testing.T, partitions int) *node {
 
 // testNodeIn starts a worker on data directory dir; stop ends it (and is
 // also called when the test ends).
-func testNodeIn(t *testing.T, dir string, partitions int) (n *node, stop func()) {
+func testNodeIn(t *testing.T, dir string, partitions int) (n *node.Node, stop func()) {
 	t.Helper()
 	cfg := testServeConfig(dir)
-	cfg.partitions = partitions
+	cfg.PartitionCount = partitions
 	return runTestNode(t, cfg, nil)
 }
 
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	natstest.WaitUntil(t, d, what, cond)
 }
 
 func readLines(t *testing.T, path string, keep func([]byte) bool) [][]byte {
@@ -80,7 +75,7 @@ func TestLoCoMoEndToEnd(t *testing.T) {
 	events := readLines(t, filepath.Join(locomoDir, "locomo10.events.jsonl"), func(b []byte) bool { return bytes.Contains(b, []byte(conv)) })
 	queries := readLines(t, filepath.Join(locomoDir, "locomo10.queries.jsonl"), func(b []byte) bool { return bytes.Contains(b, []byte(conv)) })
 	n := testNode(t, 4)
-	js, err := jetstream.New(n.nc)
+	js, err := jetstream.New(n.Conn())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +90,7 @@ func TestLoCoMoEndToEnd(t *testing.T) {
 		}
 	}
 	<-js.PublishAsyncComplete()
-	cl := client.NewClient(n.nc)
+	cl := client.NewClient(n.Conn())
 	waitUntil(t, 60*time.Second, "status to show every message applied", func() bool {
 		sts, err := cl.Status(ctx, 200*time.Millisecond)
 		if err != nil || len(sts) != 1 {

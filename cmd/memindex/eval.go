@@ -21,6 +21,7 @@ import (
 	"memindex/client"
 	"memindex/internal/eval"
 	"memindex/internal/evalcorpus"
+	"memindex/node"
 )
 
 // evalSearchK is how many hits each question asks for.
@@ -69,12 +70,13 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	o := &evalOptions{fs: fs}
 	mode := fs.String("mode", "keyword,vector,hybrid", "search modes to measure, comma separated: keyword, vector, hybrid; the first one chooses under --tune")
 	o.fusion = fs.String("fusion", memindex.FusionRRF, "hybrid fusion: rrf or weighted")
-	o.chunkTokens = fs.Int("chunk-tokens", defaultChunkTokens, "most tokens of one indexed chunk (a longer message is indexed in pieces)")
-	o.ctxs = fs.Int("chunk-context", 2, "messages before a chunk indexed as its context; 0: none")
+	d := node.DefaultConfig() // serve's defaults
+	o.chunkTokens = fs.Int("chunk-tokens", d.ChunkTokens, "most tokens of one indexed chunk (a longer message is indexed in pieces)")
+	o.ctxs = fs.Int("chunk-context", d.ChunkContext, "messages before a chunk indexed as its context; 0: none")
 	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
-	o.rrfVector = fs.Float64("rrf-vector-weight", 0, "weight of the vector leg in RRF; 0: the serve default for the embedder")
-	o.rrfKeyword = fs.Float64("rrf-keyword-weight", 1, "weight of the keyword leg in RRF")
-	o.rrfK = fs.Float64("rrf-k", 0, "the k of RRF; 0: the serve default")
+	o.rrfVector = fs.Float64("rrf-vector-weight", d.RRFVectorWeight, "weight of the vector leg in RRF; 0: the serve default for the embedder")
+	o.rrfKeyword = fs.Float64("rrf-keyword-weight", d.RRFKeywordWeight, "weight of the keyword leg in RRF")
+	o.rrfK = fs.Float64("rrf-k", d.RRFK, "the k of RRF; 0: the serve default")
 	fs.BoolVar(&o.split, "split", false, "split the conversations (sorted) alternately into halves A and B and report every system on A, on B and on all")
 	fs.BoolVar(&o.byCategory, "by-category", false, "report every system per question category too")
 	fs.Var(&o.tune, "tune", "FLAG=v1,v2,...: run the eval once per combination (repeat for several flags), choose on each half the best rec@5+rec@10 of the first mode and report it on the other half (implies --split)")
@@ -308,16 +310,17 @@ func evalPass(ctx context.Context, o *evalOptions, c eval.Corpus, progress io.Wr
 		return nil, 0, err
 	}
 	defer os.RemoveAll(tmp)
-	cfg := serveConfig{listen: "127.0.0.1:-1", data: tmp, partitions: memindex.DefaultPartitions, provider: providerFlags{name: "builtin"},
-		batch: 1000, embedBatch: 64, embedConc: 4, chunkTokens: *o.chunkTokens, contextMsgs: contextMessages(*o.ctxs), worker: "eval", maxPending: 1024,
-		rrfVector: *o.rrfVector, rrfKeyword: *o.rrfKeyword, rrfK: *o.rrfK}
-	n, err := startNode(ctx, cfg, slog.New(slog.DiscardHandler))
+	cfg := benchNodeConfig(tmp)
+	cfg.Embedder.Dims, cfg.Worker = 0, "eval"
+	cfg.ChunkTokens, cfg.ChunkContext = *o.chunkTokens, *o.ctxs
+	cfg.RRFVectorWeight, cfg.RRFKeywordWeight, cfg.RRFK = *o.rrfVector, *o.rrfKeyword, *o.rrfK
+	n, err := node.Open(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, 0, err
 	}
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- n.run(rctx) }()
+	go func() { done <- n.Run(rctx) }()
 	defer func() { stop(); <-done }()
 
 	const ns = "eval"
@@ -336,7 +339,7 @@ func evalPass(ctx context.Context, o *evalOptions, c eval.Corpus, progress io.Wr
 		}
 	}
 	chunks := totals(ctx, n).chunks
-	cl := client.NewClient(n.nc)
+	cl := client.NewClient(n.Conn())
 	var runs []eval.Run
 	for _, mode := range o.modes {
 		run := eval.Run{System: systemName(mode, *o.fusion), Results: make([]eval.Result, len(c.Questions))}

@@ -27,6 +27,7 @@ import (
 	"memindex/client"
 	"memindex/internal/corpus"
 	"memindex/internal/failpoint"
+	"memindex/node"
 	"memindex/store"
 )
 
@@ -233,13 +234,13 @@ func checkOracle(t *testing.T, data string, partitions int, sessions []faultSess
 	ctx := context.Background()
 	dir := filepath.Join(data, "shards")
 	for p := range partitions {
-		if err := store.CheckFile(ctx, shardPath(dir, p), store.CheckFileConfig{}); err != nil {
+		if err := store.CheckFile(ctx, node.ShardPath(dir, p), store.CheckFileConfig{}); err != nil {
 			t.Fatalf("partition %d: %v", p, err)
 		}
 	}
 	opened := map[int]*store.Shard{}
 	for p := range partitions {
-		sh, err := store.Open(ctx, shardPath(dir, p), store.Config{Dims: 64})
+		sh, err := store.Open(ctx, node.ShardPath(dir, p), store.Config{Dims: 64})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +255,7 @@ func checkOracle(t *testing.T, data string, partitions int, sessions []faultSess
 		for i, m := range s.msgs {
 			cms[i] = chunker.Message{Seq: m.Seq, ID: m.ID, Speaker: m.Speaker, Text: m.Text, Time: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 		}
-		want := chunker.Session(chunker.Config{BudgetTokens: defaultChunkTokens}, s.ref.Namespace+"\x00"+s.ref.SessionKey+"\x00"+s.ref.SessionID, cms)
+		want := chunker.Session(chunker.Config{BudgetTokens: node.DefaultChunkTokens}, s.ref.Namespace+"\x00"+s.ref.SessionKey+"\x00"+s.ref.SessionID, cms)
 		wantChunks[p] += int64(len(want))
 		got, err := sh.SessionChunkSpans(ctx, s.ref)
 		if err != nil {
@@ -292,7 +293,7 @@ func checkOracle(t *testing.T, data string, partitions int, sessions []faultSess
 		if err := sh.Check(ctx); err != nil { // vectors flagged = vector rows = in-memory index
 			t.Fatalf("partition %d: %v", p, err)
 		}
-		if fts := ftsDocs(t, shardPath(dir, p)); fts != st.Chunks {
+		if fts := ftsDocs(t, node.ShardPath(dir, p)); fts != st.Chunks {
 			t.Fatalf("partition %d: %d FTS rows, %d chunks", p, fts, st.Chunks)
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"memindex/client"
 	"memindex/internal/failpoint"
 	"memindex/internal/natstest"
+	"memindex/node"
 	"memindex/store"
 )
 
@@ -122,7 +123,7 @@ func waitLog(t *testing.T, c *child, s string, d time.Duration) {
 // shardApplied reads partition p's applied sequence from its file.
 func shardApplied(t *testing.T, dir string, p int) uint64 {
 	t.Helper()
-	sh, err := store.Open(context.Background(), shardPath(dir, p), store.Config{Dims: 64})
+	sh, err := store.Open(context.Background(), node.ShardPath(dir, p), store.Config{Dims: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,14 +476,14 @@ func TestDiskFullNoAckNotReadyThenResumes(t *testing.T) {
 	}
 	// No acknowledgement past what committed.
 	for p := range partitions {
-		applied := readApplied(t, shardPath(filepath.Join(data, "shards"), p))
+		applied := readApplied(t, node.ShardPath(filepath.Join(data, "shards"), p))
 		if info := partitionConsumer(t, js, p); info.AckFloor.Stream > applied {
 			t.Fatalf("partition %d: ack floor %d beyond the applied sequence %d: a failed commit was acknowledged", p, info.AckFloor.Stream, applied)
 		}
 	}
 	full.stop(t, 45*time.Second)
 	for p := range partitions {
-		if err := store.CheckFile(context.Background(), shardPath(filepath.Join(data, "shards"), p), store.CheckFileConfig{}); err != nil {
+		if err := store.CheckFile(context.Background(), node.ShardPath(filepath.Join(data, "shards"), p), store.CheckFileConfig{}); err != nil {
 			t.Fatalf("after the disk was full: %v", err)
 		}
 	}
@@ -622,7 +623,7 @@ func TestSearchesDuringFullSpeedIngest(t *testing.T) {
 	end := time.Now().Add(run)
 	for time.Now().Before(end) {
 		for p := range partitions {
-			if fi, err := os.Stat(shardPath(filepath.Join(data, "shards"), p) + "-wal"); err == nil && fi.Size() > maxWAL {
+			if fi, err := os.Stat(node.ShardPath(filepath.Join(data, "shards"), p) + "-wal"); err == nil && fi.Size() > maxWAL {
 				maxWAL = fi.Size()
 			}
 		}

@@ -33,7 +33,7 @@ func TestPublishFilesAndSearchThem(t *testing.T) {
 	write("notes/private.md", "# Private\nThe narwhal password is hidden.\n")
 	write("readme.txt", "narwhal in a text file, not markdown\n")
 	ctx := context.Background()
-	srv := []string{"--server", n.url}
+	srv := []string{"--server", n.URL()}
 	var out, errOut bytes.Buffer
 	if err := runPublish(ctx, append(srv, "--namespace", "proj", "--files", dir, "--dir-path", "/src/app", "--exclude", "notes", "--json"), nil, &out, &errOut); err != nil {
 		t.Fatalf("publish --files: %v\n%s", err, errOut.String())

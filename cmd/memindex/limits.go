@@ -1,14 +1,13 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"strconv"
 
 	"memindex"
+	"memindex/node"
 )
 
 // limitFlags are the serve flags that cap what a worker accepts: event and
@@ -23,20 +22,20 @@ type limitFlags struct {
 	envErr error
 }
 
-// register adds the limit flags to fs, each with its MEMINDEX_* variable.
-func (l *limitFlags) register(fs *flag.FlagSet) {
-	d := memindex.DefaultLimits()
+// register adds the limit flags to fs, each with its MEMINDEX_* variable
+// and default d (rate: the searches a second per namespace).
+func (l *limitFlags) register(fs *flag.FlagSet, d memindex.Limits, rate float64) {
 	fs.IntVar(&l.limits.MaxEventBytes, "max-event-bytes", l.envInt("MEMINDEX_MAX_EVENT_BYTES", d.MaxEventBytes),
 		fmt.Sprintf("largest event payload indexed, at most %d (the stream's max message size); a larger one is dead-lettered (MEMINDEX_MAX_EVENT_BYTES)", memindex.MaxEventBytes))
 	fs.IntVar(&l.limits.MaxTextBytes, "max-text-bytes", l.envInt("MEMINDEX_MAX_TEXT_BYTES", d.MaxTextBytes),
 		"largest message text, image caption or record text, at most --max-event-bytes; a larger one is dead-lettered, never truncated (MEMINDEX_MAX_TEXT_BYTES)")
-	fs.Int64Var(&l.limits.MaxSessionMessages, "max-session-messages", int64(l.envInt("MEMINDEX_MAX_SESSION_MESSAGES", 0)),
+	fs.Int64Var(&l.limits.MaxSessionMessages, "max-session-messages", int64(l.envInt("MEMINDEX_MAX_SESSION_MESSAGES", int(d.MaxSessionMessages))),
 		"most messages a session may hold: a message whose seq is over it is dead-lettered (reason: the session would have N messages, over the limit of M); 0: no cap (MEMINDEX_MAX_SESSION_MESSAGES)")
 	fs.IntVar(&l.limits.MaxQueryBytes, "max-query-bytes", l.envInt("MEMINDEX_MAX_QUERY_BYTES", d.MaxQueryBytes),
 		fmt.Sprintf("longest search query, at most %d; a longer one is answered 413 (MEMINDEX_MAX_QUERY_BYTES)", memindex.MaxRequestSize))
 	fs.IntVar(&l.limits.MaxK, "max-k", l.envInt("MEMINDEX_MAX_K", d.MaxK),
 		fmt.Sprintf("most hits a search may ask for, at most %d; more is answered 400 (MEMINDEX_MAX_K)", memindex.MaxK))
-	fs.Float64Var(&l.rate, "rate-per-namespace", l.envFloat("MEMINDEX_RATE_PER_NAMESPACE", 0),
+	fs.Float64Var(&l.rate, "rate-per-namespace", l.envFloat("MEMINDEX_RATE_PER_NAMESPACE", rate),
 		"searches and reads a second one namespace may run on this worker (token bucket, bursts of the rate rounded up); one more is answered 429 with Retry-After; 0: no limit (MEMINDEX_RATE_PER_NAMESPACE)")
 }
 
@@ -70,30 +69,14 @@ func (l *limitFlags) envFloat(name string, def float64) float64 {
 	return f
 }
 
-// validate reports every limit out of range, naming its flag and what to
+// validate reports an environment value that is not a number, then every
+// limit out of range (node.Config.Validate), naming its flag and what to
 // set instead.
 func (l *limitFlags) validate() error {
 	if l.envErr != nil {
 		return l.envErr
 	}
-	var errs []error
-	check := func(flag string, v, max int64, maxName string) {
-		if v < 1 || v > max {
-			errs = append(errs, fmt.Errorf("--%s %d: must be between 1 and %s (%d)", flag, v, maxName, max))
-		}
-	}
-	check("max-event-bytes", int64(l.limits.MaxEventBytes), memindex.MaxEventBytes, "the stream's max message size")
-	check("max-text-bytes", int64(l.limits.MaxTextBytes), int64(l.limits.MaxEventBytes), "--max-event-bytes")
-	check("max-query-bytes", int64(l.limits.MaxQueryBytes), memindex.MaxRequestSize, "the search request size limit")
-	check("max-k", int64(l.limits.MaxK), memindex.MaxK, "the engine's candidate pool")
-	if l.limits.MaxSessionMessages < 0 {
-		errs = append(errs, fmt.Errorf("--max-session-messages %d: must not be negative (0: no cap)", l.limits.MaxSessionMessages))
-	}
-	if l.rate < 0 || math.IsNaN(l.rate) || math.IsInf(l.rate, 0) {
-		errs = append(errs, fmt.Errorf("--rate-per-namespace %g: must be a number >= 0 (0: no limit)", l.rate))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	return l.limits.Validate() // the same rules, in case they grow
+	c := node.DefaultConfig()
+	c.Limits, c.RatePerNamespace = l.limits, l.rate
+	return c.Validate()
 }

@@ -3,6 +3,9 @@ package main
 import (
 	"flag"
 	"io"
+	"memindex/node"
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -14,7 +17,7 @@ func parseLimitFlags(t *testing.T, args ...string) (*limitFlags, error) {
 	var l limitFlags
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	l.register(fs)
+	l.register(fs, memindex.DefaultLimits(), 0)
 	if err := fs.Parse(args); err != nil {
 		t.Fatalf("Parse(%q) error %v", args, err)
 	}
@@ -71,5 +74,42 @@ func TestLimitFlagsErrorsNameTheFlag(t *testing.T) {
 				t.Fatalf("validate()=%v, want an error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestServeFlagDefaultsAreNodeDefaults: serve with no flags and no
+// environment configures exactly node.DefaultConfig (but the worker name,
+// the host's), so the flags cannot drift from what a node started by code
+// gets.
+func TestServeFlagDefaultsAreNodeDefaults(t *testing.T) {
+	for _, v := range os.Environ() {
+		if k, _, _ := strings.Cut(v, "="); strings.HasPrefix(k, "MEMINDEX_") || strings.HasPrefix(k, "NATS_") || k == "OLLAMA_HOST" {
+			t.Setenv(k, "")
+		}
+	}
+	s := newServeFlags()
+	if err := s.fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.config()
+	if err != nil {
+		t.Fatalf("config() = %v", err)
+	}
+	want := node.DefaultConfig()
+	want.Worker = got.Worker
+	if got.Embedder.Keys == nil {
+		t.Fatal("serve's provider has no key source")
+	}
+	got.Embedder.Keys = nil
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("serve's defaults\n%+v\nwant node.DefaultConfig\n%+v", got, want)
+	}
+	// A zero on the command line stays zero.
+	s = newServeFlags()
+	if err := s.fs.Parse([]string{"--chunk-context", "0", "--cache-max-bytes", "0", "--snapshot-interval", "0"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = s.config(); err != nil || got.ChunkContext != 0 || got.CacheMaxBytes != 0 || got.SnapshotInterval != 0 {
+		t.Fatalf("--chunk-context 0 --cache-max-bytes 0 --snapshot-interval 0: %+v, %v; want the zeros kept", got, err)
 	}
 }

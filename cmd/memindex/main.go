@@ -76,7 +76,7 @@ func main() {
 	case "eval":
 		err = runEval(ctx, args, os.Stdout, os.Stderr)
 	case "config":
-		err = runConfig(ctx, args, os.Stdout)
+		err = runConfig(args, os.Stdout)
 	case "doctor":
 		err = runDoctor(ctx, args, os.Stdout)
 	case "version", "--version", "-v":

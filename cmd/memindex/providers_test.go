@@ -24,29 +24,33 @@ func TestNewEmbedderConfiguration(t *testing.T) {
 		wantErr string
 		unsafe  bool
 	}{
-		{name: "builtin default dims", p: providerFlags{name: "builtin"}},
-		{name: "unknown provider", p: providerFlags{name: "word2vec"}, wantErr: "unknown provider"},
-		{name: "openai needs a key", p: providerFlags{name: "openai"}, wantErr: "OPENAI_API_KEY"},
-		{name: "gemini needs a key", p: providerFlags{name: "gemini"}, wantErr: "GEMINI_API_KEY or GOOGLE_API_KEY"},
-		{name: "metadata address refused", p: providerFlags{name: "openai", baseURL: "http://169.254.169.254/v1", model: "m", dims: 8}, unsafe: true},
-		{name: "local OpenAI-compatible server needs no key", p: providerFlags{name: "openai", baseURL: "http://127.0.0.1:8080", model: "local", dims: 64}},
+		{name: "builtin default dims", p: providerFlags{embedder.ProviderConfig{Name: "builtin"}}},
+		{name: "unknown provider", p: providerFlags{embedder.ProviderConfig{Name: "word2vec"}}, wantErr: "unknown provider"},
+		{name: "openai needs a key", p: providerFlags{embedder.ProviderConfig{Name: "openai"}}, wantErr: "OPENAI_API_KEY"},
+		{name: "gemini needs a key", p: providerFlags{embedder.ProviderConfig{Name: "gemini"}}, wantErr: "GEMINI_API_KEY or GOOGLE_API_KEY"},
+		{name: "metadata address refused", p: providerFlags{embedder.ProviderConfig{Name: "openai", BaseURL: "http://169.254.169.254/v1", Model: "m", Dims: 8}}, unsafe: true},
+		{name: "local OpenAI-compatible server needs no key", p: providerFlags{embedder.ProviderConfig{Name: "openai", BaseURL: "http://127.0.0.1:8080", Model: "local", Dims: 64}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, info, err := newEmbedder(tt.p)
+			e, err := embedder.NewProvider(tt.p.config())
+			var info embedder.Info
+			if e != nil {
+				info = e.Info()
+			}
 			switch {
 			case tt.unsafe:
 				if !errors.Is(err, embedder.ErrUnsafeURL) {
-					t.Fatalf("newEmbedder()=%v, want ErrUnsafeURL", err)
+					t.Fatalf("NewProvider()=%v, want ErrUnsafeURL", err)
 				}
 			case tt.wantErr != "":
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("newEmbedder()=%v, want an error mentioning %q", err, tt.wantErr)
+					t.Fatalf("NewProvider()=%v, want an error mentioning %q", err, tt.wantErr)
 				}
 			case err != nil:
-				t.Fatalf("newEmbedder()=%v, want nil", err)
+				t.Fatalf("NewProvider()=%v, want nil", err)
 			case e == nil || info.Dims == 0:
-				t.Fatalf("newEmbedder() info=%+v, want an embedder with dims", info)
+				t.Fatalf("NewProvider() info=%+v, want an embedder with dims", info)
 			}
 		})
 	}
@@ -75,10 +79,11 @@ func TestOllamaFromEnvironment(t *testing.T) {
 	}))
 	defer srv.Close()
 	t.Setenv("OLLAMA_HOST", strings.TrimPrefix(srv.URL, "http://"))
-	e, info, err := newEmbedder(providerFlags{name: "ollama", model: "tiny", dims: 3})
+	e, err := embedder.NewProvider(providerFlags{embedder.ProviderConfig{Name: "ollama", Model: "tiny", Dims: 3}}.config())
 	if err != nil {
-		t.Fatalf("newEmbedder(ollama)=%v", err)
+		t.Fatalf("NewProvider(ollama)=%v", err)
 	}
+	info := e.Info()
 	vecs, err := e.Embed(context.Background(), embedder.Request{Texts: []string{"a", "b"}})
 	if err != nil || len(vecs) != 2 || info.Provider != "ollama" {
 		t.Fatalf("Embed()=%v, %v (info %+v); want 2 vectors from ollama", vecs, err, info)
@@ -90,7 +95,7 @@ func TestOllamaFromEnvironment(t *testing.T) {
 	}
 	t.Setenv("VOYAGE_API_KEY", "")
 	t.Setenv("VOYAGE_API_KEY_FILE", keyFile)
-	if got, err := secret("VOYAGE_API_KEY"); err != nil || got != "sk-from-file" {
-		t.Fatalf("secret(VOYAGE_API_KEY)=%q, %v; want the file's key", got, err)
+	if got, err := envKeys("voyage"); err != nil || got != "sk-from-file" {
+		t.Fatalf("envKeys(voyage)=%q, %v; want the file's key", got, err)
 	}
 }

@@ -80,7 +80,7 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err != nil {
 		return err
 	}
-	nc, err := conn.connect("memindex publish")
+	nc, err := conn.Connect("memindex publish")
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		bar = publishBar(stderr, size)
 	}
 	lc := client.LinesConfig{
-		Namespace: *ns, Raw: *raw, MaxPending: *maxPending, AckTimeout: conn.timeout,
+		Namespace: *ns, Raw: *raw, MaxPending: *maxPending, AckTimeout: conn.Timeout,
 		Inject:  pt.inject,
 		Problem: func(line int, err error) { fmt.Fprintf(stderr, "line %d: %v\n", line, err) },
 	}

@@ -31,12 +31,12 @@ func runRead(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := req.Normalize(); err != nil {
 		return err
 	}
-	nc, err := conn.connect("memindex read")
+	nc, err := conn.Connect("memindex read")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	ctx, cancel := context.WithTimeout(ctx, conn.timeout)
+	ctx, cancel := context.WithTimeout(ctx, conn.Timeout)
 	defer cancel()
 	resp, err := client.NewClient(nc).Read(ctx, req)
 	if err != nil {
@@ -77,7 +77,7 @@ func runHealth(ctx context.Context, args []string, stdout io.Writer) error {
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
-	nc, err := conn.connect("memindex health")
+	nc, err := conn.Connect("memindex health")
 	if err != nil {
 		return err
 	}

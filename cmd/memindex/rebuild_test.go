@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"memindex/node"
 	"strings"
 	"testing"
 	"time"
@@ -21,10 +22,10 @@ import (
 func TestRebuildCommandAndDataLock(t *testing.T) {
 	dir := t.TempDir()
 	n, stop := testNodeIn(t, dir, 4)
-	if _, err := startNode(context.Background(), serveConfig{listen: "127.0.0.1:-1", data: dir, provider: providerFlags{name: "builtin", dims: 384}}, n.log); err == nil || !strings.Contains(err.Error(), "in use") {
-		t.Fatalf("second startNode on the same data = %v, want an in-use error", err)
+	if _, err := node.Open(context.Background(), testServeConfig(dir), nil); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("second node.Open on the same data = %v, want an in-use error", err)
 	}
-	js, err := jetstream.New(n.nc)
+	js, err := jetstream.New(n.Conn())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,8 +37,8 @@ func TestRebuildCommandAndDataLock(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	counts := func(n *node) (msgs, chunks int64) {
-		for _, sh := range n.shardsNow() {
+	counts := func(n *node.Node) (msgs, chunks int64) {
+		for _, sh := range n.Shards() {
 			st, err := sh.Stats(context.Background())
 			if err != nil {
 				t.Fatal(err)

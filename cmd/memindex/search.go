@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -60,7 +62,7 @@ func runSearch(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := req.Normalize(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, conn.timeout)
+	ctx, cancel := context.WithTimeout(ctx, conn.Timeout)
 	defer cancel()
 	resp, err := searchWith(ctx, &conn, req, *backend, *fallback, *localPath)
 	if err != nil {
@@ -109,7 +111,7 @@ func searchWith(ctx context.Context, conn *connFlags, req memindex.SearchRequest
 	}
 	var connErr error
 	if backend == client.BackendRemote {
-		nc, err := conn.connect("memindex search")
+		nc, err := conn.Connect("memindex search")
 		switch {
 		case err == nil:
 			defer nc.Close()
@@ -216,7 +218,7 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	nc, err := conn.connect("memindex status")
+	nc, err := conn.Connect("memindex status")
 	if err != nil {
 		return err
 	}
@@ -271,7 +273,57 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	if len(sts) > 1 || sts[0].Group != "" {
-		printCluster(stdout, sts) // ownership.go: owners, replicas, lag, leases
+		printCluster(stdout, sts) // owners, replicas, lag, leases
 	}
 	return nil
+}
+
+// printCluster prints the cluster view of every worker's status: for each
+// partition its owner, its replicas with their state, and the lag.
+func printCluster(w io.Writer, sts []memindex.StatusResponse) {
+	type holder struct {
+		worker, role, state string
+		pending             uint64
+		lease               float64
+	}
+	byPart := map[int][]holder{}
+	count := 0
+	for _, s := range sts {
+		count = max(count, s.PartitionCount)
+		for _, p := range s.Partitions {
+			byPart[p.Partition] = append(byPart[p.Partition], holder{s.Worker, p.Role, p.State, p.Pending, p.LeaseValidSeconds})
+		}
+	}
+	if count == 0 {
+		return
+	}
+	fmt.Fprintf(w, "cluster: %d partitions, %d workers\n", count, len(sts))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "partition\towner\treplicas\tlag\tlease\t")
+	for p := range count {
+		hs := byPart[p]
+		slices.SortFunc(hs, func(a, b holder) int { return strings.Compare(a.worker, b.worker) })
+		owner, lag, lease := "-", "", ""
+		var replicas []string
+		for _, h := range hs {
+			desc := h.worker
+			if h.state != "" && h.state != memindex.StateReady {
+				desc += " (" + h.state + ")"
+			}
+			if h.role == memindex.RoleOwner && owner == "-" {
+				owner = desc
+				if h.lease > 0 {
+					lease = fmt.Sprintf("%.1fs", h.lease)
+				}
+			} else {
+				replicas = append(replicas, desc)
+			}
+			lag += strconv.FormatUint(h.pending, 10) + " "
+		}
+		if len(hs) == 0 {
+			owner = "NONE (no worker holds it: its searches fail with 503)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t\n", p, owner, strings.Join(replicas, ", "), strings.TrimSpace(lag), lease)
+	}
+	tw.Flush()
 }

@@ -11,6 +11,7 @@ import (
 
 	"memindex"
 	"memindex/embedder"
+	"memindex/node"
 	"memindex/store"
 )
 
@@ -27,7 +28,7 @@ func TestSearchBackendFlags(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(data, "shards"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sh, err := store.Open(ctx, shardPath(filepath.Join(data, "shards"), 0), store.Config{Dims: emb.Info().Dims, Space: vectorSpace(emb.Info())})
+	sh, err := store.Open(ctx, node.ShardPath(filepath.Join(data, "shards"), 0), store.Config{Dims: emb.Info().Dims, Space: embedder.Space(emb.Info())})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,39 +34,45 @@ import (
 	"memindex"
 	"memindex/client"
 	"memindex/consumer"
+	"memindex/internal/natsconn"
+	"memindex/node"
 )
 
 // testServeConfig is the worker configuration of testNodeIn on data dir.
-func testServeConfig(dir string) serveConfig {
-	return serveConfig{listen: "127.0.0.1:-1", data: dir, partitions: 2, provider: providerFlags{name: "builtin", dims: 384},
-		batch: 500, embedBatch: 64, embedConc: 2, chunkTokens: 400, worker: "test", maxPending: 64}
+func testServeConfig(dir string) node.Config {
+	c := node.DefaultConfig()
+	c.Listen, c.Data, c.PartitionCount, c.Worker = "127.0.0.1:-1", dir, 2, "test"
+	c.Embedder.Dims, c.Batch, c.EmbedConcurrency, c.SearchPending = 384, 500, 2, 64
+	c.HTTP, c.SnapshotInterval, c.CacheMaxBytes, c.ReadyLag = "off", 0, 0, 0
+	return c
 }
 
-// runTestNode starts a worker with cfg (log nil: discarded) and runs it
-// until stop is called or the test ends.
-func runTestNode(t *testing.T, cfg serveConfig, log *slog.Logger) (n *node, stop func()) {
+// runTestNode starts a worker with cfg through node.Open (log nil:
+// discarded) and runs it until stop is called or the test ends.
+func runTestNode(t *testing.T, cfg node.Config, log *slog.Logger) (*node.Node, func()) {
 	t.Helper()
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	n, err := startNode(context.Background(), cfg, log)
+	n, err := node.Open(context.Background(), cfg, log)
 	if err != nil {
-		t.Fatalf("startNode: %v", err)
+		t.Fatalf("node.Open: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- n.run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("run: %v", err)
-			}
-		})
+	stopRun := n.Start(context.Background())
+	stop := func() {
+		if err := stopRun(); err != nil {
+			t.Errorf("Run: %v", err)
+		}
 	}
 	t.Cleanup(stop)
 	return n, stop
+}
+
+// jsOf is JetStream on n's connection.
+func jsOf(t *testing.T, n *node.Node) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(n.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }
 
 // syncBuffer is a bytes.Buffer safe for a logger and a test at once.
@@ -166,7 +172,7 @@ func TestTenantIsolation(t *testing.T) {
 
 	t.Setenv("NATS_PASSWORD", pw["memindex-worker"])
 	cfg := testServeConfig(t.TempDir())
-	cfg.conn = *connFromArgs(t, "--server", url, "--user", "memindex-worker")
+	cfg.NATS = connFromArgs(t, "--server", url, "--user", "memindex-worker").Config
 	var workerLog syncBuffer
 	runTestNode(t, cfg, slog.New(slog.NewTextHandler(&workerLog, nil)))
 
@@ -200,15 +206,15 @@ func TestTenantIsolation(t *testing.T) {
 
 	// What the shards hold before Alice's attempts: one message of each
 	// tenant, in its own partition.
-	before := shardRows(t, cfg.data, cfg.partitions, "alice was here")
+	before := shardRows(t, cfg.Data, cfg.PartitionCount, "alice was here")
 	for _, ns := range []string{"alice", "bob"} {
-		k := shardRow{memindex.Partition(ns, cfg.partitions), "messages", ns}
+		k := shardRow{memindex.Partition(ns, cfg.PartitionCount), "messages", ns}
 		if before[k] != 1 {
 			t.Fatalf("before alice's attempts: %v messages, want 1 (all rows: %v)", k, before)
 		}
 	}
 	for k := range before {
-		if k.ns != "alice" && k.ns != "bob" || k.p != memindex.Partition(k.ns, cfg.partitions) {
+		if k.ns != "alice" && k.ns != "bob" || k.p != memindex.Partition(k.ns, cfg.PartitionCount) {
 			t.Fatalf("before alice's attempts: %d rows %v, want none (all rows: %v)", before[k], k, before)
 		}
 	}
@@ -286,7 +292,7 @@ func TestTenantIsolation(t *testing.T) {
 	// event applied to the wrong partition, or a message without its
 	// chunk, fails here. Every attempt has been refused or dead-lettered
 	// by now (the dead letter was listed above).
-	if after := shardRows(t, cfg.data, cfg.partitions, "alice was here"); !maps.Equal(after, before) {
+	if after := shardRows(t, cfg.Data, cfg.PartitionCount, "alice was here"); !maps.Equal(after, before) {
 		t.Fatalf("shard rows after alice's attempts: %v, want %v as before them", after, before)
 	}
 
@@ -338,7 +344,7 @@ func shardRows(t *testing.T, data string, partitions int, mark string) map[shard
 	t.Helper()
 	rows := map[shardRow]int64{}
 	for p := range partitions {
-		path := shardPath(filepath.Join(data, "shards"), p)
+		path := node.ShardPath(filepath.Join(data, "shards"), p)
 		db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
 		if err != nil {
 			t.Fatal(err)
@@ -399,17 +405,17 @@ func shardRows(t *testing.T, data string, partitions int, mark string) map[shard
 func TestServeAuthEmbedded(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testServeConfig(dir)
-	cfg.auth = true
+	cfg.Auth = true
 	var logs syncBuffer
 	n, stop := runTestNode(t, cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	ctx := context.Background()
 
-	authPath := filepath.Join(dir, authDir)
+	authPath := filepath.Join(dir, node.AuthDir)
 	if st, err := os.Stat(authPath); err != nil || st.Mode().Perm() != 0o700 {
 		t.Fatalf("stat %s: %v, %v; want a directory with mode 0700", authPath, st, err)
 	}
 	seeds := map[string][]byte{}
-	for _, name := range []string{workerSeedName, adminSeedName} {
+	for _, name := range []string{node.WorkerSeedFile, node.AdminSeedFile} {
 		p := filepath.Join(authPath, name)
 		st, err := os.Stat(p)
 		if err != nil || st.Mode().Perm() != 0o600 {
@@ -419,7 +425,7 @@ func TestServeAuthEmbedded(t *testing.T) {
 			t.Fatalf("%s holds %d bytes (%v), want an nkey user seed", p, len(seeds[name]), err)
 		}
 	}
-	admin := filepath.Join(authPath, adminSeedName)
+	admin := filepath.Join(authPath, node.AdminSeedFile)
 	if !strings.Contains(logs.String(), admin) {
 		t.Fatalf("the log does not say where the admin seed is (%s):\n%s", admin, logs.String())
 	}
@@ -430,23 +436,23 @@ func TestServeAuthEmbedded(t *testing.T) {
 	}
 
 	// Without credentials, or with a seed the server does not know: refused.
-	if nc, err := connFromArgs(t, "--server", n.url, "--timeout", "3s").connect("anonymous"); err == nil {
+	if nc, err := connFromArgs(t, "--server", n.URL(), "--timeout", "3s").Connect("anonymous"); err == nil {
 		nc.Close()
 		t.Fatal("an unauthenticated connection was accepted")
 	} else if !errors.Is(err, nats.ErrAuthorization) || !strings.Contains(err.Error(), "refused the credentials") {
 		t.Fatalf("unauthenticated connect: %v, want an authorization error saying the credentials were refused", err)
 	}
-	stranger, err := loadOrCreateAuth(t.TempDir())
+	stranger, err := node.LoadOrCreateAuth(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if nc, err := connFromArgs(t, "--server", n.url, "--nkey", stranger.AdminSeed, "--timeout", "3s").connect("stranger"); err == nil {
+	if nc, err := connFromArgs(t, "--server", n.URL(), "--nkey", stranger.AdminSeed, "--timeout", "3s").Connect("stranger"); err == nil {
 		nc.Close()
 		t.Fatal("a connection with an unknown nkey was accepted")
 	}
 
 	// The admin seed works for the commands.
-	withAdmin := []string{"--server", n.url, "--nkey", admin}
+	withAdmin := []string{"--server", n.URL(), "--nkey", admin}
 	var out, errOut bytes.Buffer
 	if err := runPublish(ctx, append(withAdmin, "--namespace", "demo", "-"), strings.NewReader(`{"sessionKey":"c","sessionId":"s","seq":1,"text":"The harbour ferry leaves at nine."}`+"\n"), &out, &errOut); err != nil {
 		t.Fatalf("publish --nkey admin.nk: %v\n%s", err, errOut.String())
@@ -465,13 +471,13 @@ func TestServeAuthEmbedded(t *testing.T) {
 	// seed still works.
 	stop()
 	n2, stop2 := runTestNode(t, cfg, nil)
-	for _, name := range []string{workerSeedName, adminSeedName} {
+	for _, name := range []string{node.WorkerSeedFile, node.AdminSeedFile} {
 		b, err := os.ReadFile(filepath.Join(authPath, name))
 		if err != nil || !bytes.Equal(b, seeds[name]) {
 			t.Fatalf("%s changed on restart (%v); want it reused", name, err)
 		}
 	}
-	withAdmin = []string{"--server", n2.url, "--nkey", admin}
+	withAdmin = []string{"--server", n2.URL(), "--nkey", admin}
 	waitUntil(t, 30*time.Second, "search after restart with the same admin seed", func() bool { return searchFinds(withAdmin) })
 	stop2()
 
@@ -479,13 +485,13 @@ func TestServeAuthEmbedded(t *testing.T) {
 	if err := os.Chmod(admin, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := startNode(ctx, cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+	if _, err := node.Open(ctx, cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Fatalf("start with a world-readable seed: %v, want an error saying chmod 600", err)
 	}
 	// --auth with an external server is a mistake, said so.
 	ext := testServeConfig(t.TempDir())
-	ext.auth, ext.conn.server = true, n2.url
-	if _, err := startNode(ctx, ext, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "--auth configures the embedded") {
+	ext.Auth, ext.NATS.Server = true, n2.URL()
+	if _, err := node.Open(ctx, ext, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "--auth configures the embedded") {
 		t.Fatalf("--auth with --server: %v, want an error explaining --auth is for the embedded server", err)
 	}
 }
@@ -506,13 +512,13 @@ func TestConnFlagsValidation(t *testing.T) {
 		"missing context":   {[]string{"--context", "nope-" + randomSecret(t, "")}, "nats context save"},
 		"missing CA file":   {[]string{"--server", "nats://127.0.0.1:1", "--tlsca", "/nonexistent/ca.pem"}, "check the --creds, --nkey and --tls* file paths"},
 	} {
-		_, err := connFromArgs(t, tt.args...).connect("test")
+		_, err := connFromArgs(t, tt.args...).Connect("test")
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: connect(%v) = %v, want an error containing %q", name, tt.args, err, tt.want)
 		}
 	}
-	if got := redactURL("nats://u:p4ss@h1:4222,tls://tok3n@h2:4443/x,nats://h3:4222"); got != "nats://redacted@h1:4222,tls://redacted@h2:4443/x,nats://h3:4222" {
-		t.Fatalf("redactURL = %q", got)
+	if got := natsconn.RedactURL("nats://u:p4ss@h1:4222,tls://tok3n@h2:4443/x,nats://h3:4222"); got != "nats://redacted@h1:4222,tls://redacted@h2:4443/x,nats://h3:4222" {
+		t.Fatalf("natsconn.RedactURL = %q", got)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"memindex"
 	"memindex/internal/corpus"
+	"memindex/node"
 	"memindex/store"
 )
 
@@ -39,10 +40,10 @@ func TestMovePartitionBench(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	cfg := testServeConfig(dir)
-	cfg.partitions = 1
-	cfg.chunkTokens, cfg.contextMsgs = defaultChunkTokens, 2 // serve's defaults
+	cfg.PartitionCount = 1
+	cfg.ChunkTokens, cfg.ChunkContext = node.DefaultChunkTokens, node.DefaultChunkContext // serve's defaults
 	n, stop := runTestNode(t, cfg, nil)
-	js, err := jetstream.New(n.nc)
+	js, err := jetstream.New(n.Conn())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,15 +66,15 @@ func TestMovePartitionBench(t *testing.T) {
 	}
 	<-js.PublishAsyncComplete()
 	waitUntil(t, 20*time.Minute, "the ingest", func() bool {
-		st, err := n.shardsNow()[0].Stats(ctx)
+		st, err := n.Shards()[0].Stats(ctx)
 		return err == nil && st.Messages == int64(msgs) && st.VectorsWaiting == 0
 	})
-	st, _ := n.shardsNow()[0].Stats(ctx)
+	st, _ := n.Shards()[0].Stats(ctx)
 	t.Logf("ingested %d messages into %d chunks in %.1fs", st.Messages, st.Chunks, time.Since(start).Seconds())
-	shardFile := shardPath(n.serving.dir, 0)
+	shardFile := node.ShardPath(filepath.Join(dir, "shards"), 0) // the first generation's
 	stop()
 
-	rebuild := func(args ...string) rebuildEvent {
+	rebuild := func(args ...string) node.RebuildEvent {
 		t.Helper()
 		var out bytes.Buffer
 		args = append([]string{"--data", dir, "--partition", "0", "--json"}, args...)

@@ -14,6 +14,7 @@ import (
 
 	"memindex"
 	"memindex/embedder"
+	"memindex/node"
 	"memindex/store"
 )
 
@@ -66,12 +67,12 @@ func viewShard(t *testing.T, sh *store.Shard, ns string) shardView {
 }
 
 // jsonLines decodes the JSON lines of out whose type is typ.
-func jsonLines(t *testing.T, out string, typ string) []rebuildEvent {
+func jsonLines(t *testing.T, out string, typ string) []node.RebuildEvent {
 	t.Helper()
-	var evs []rebuildEvent
+	var evs []node.RebuildEvent
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
-		var e rebuildEvent
+		var e node.RebuildEvent
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("output line %q is not JSON: %v", sc.Text(), err)
 		}
@@ -92,7 +93,7 @@ func TestSnapshotCommandAndRebuildPartition(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	n, stop := testNodeIn(t, dir, 2)
-	js, err := jetstream.New(n.nc)
+	js, err := jetstream.New(n.Conn())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,19 +111,19 @@ func TestSnapshotCommandAndRebuildPartition(t *testing.T) {
 	}
 	settled := func(msgs int64) func() bool {
 		return func() bool {
-			st, err := n.shardsNow()[p].Stats(ctx)
+			st, err := n.Shards()[p].Stats(ctx)
 			return err == nil && st.Messages == msgs && st.VectorsWaiting == 0
 		}
 	}
 	publish(1, 40)
 	waitUntil(t, 20*time.Second, "40 messages", settled(40))
-	atSnap, err := n.shardsNow()[p].Stats(ctx)
+	atSnap, err := n.Shards()[p].Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	var out bytes.Buffer
-	if err := runSnapshot(ctx, []string{"--data", dir, "--server", n.url, "--partition", fmt.Sprint(p), "--json"}, &out); err != nil {
+	if err := runSnapshot(ctx, []string{"--data", dir, "--server", n.URL(), "--partition", fmt.Sprint(p), "--json"}, &out); err != nil {
 		t.Fatalf("snapshot beside the running worker: %v", err)
 	}
 	var snap struct {
@@ -135,7 +136,7 @@ func TestSnapshotCommandAndRebuildPartition(t *testing.T) {
 	}
 	publish(41, 60)
 	waitUntil(t, 20*time.Second, "60 messages", settled(60))
-	want := viewShard(t, n.shardsNow()[p], ns)
+	want := viewShard(t, n.Shards()[p], ns)
 
 	out.Reset()
 	if err := runRebuild(ctx, []string{"--data", dir, "--partition", fmt.Sprint(p)}, &out); err == nil || !strings.Contains(err.Error(), "in use") {
@@ -170,7 +171,7 @@ func TestSnapshotCommandAndRebuildPartition(t *testing.T) {
 			}
 			n2, stop2 := testNodeIn(t, dir, 2)
 			defer stop2()
-			if got := viewShard(t, n2.shardsNow()[p], ns); got != want {
+			if got := viewShard(t, n2.Shards()[p], ns); got != want {
 				t.Fatalf("rebuilt shard %+v, want %+v", got, want)
 			}
 		})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -185,26 +184,4 @@ func (pt *publishTrace) end(ctx context.Context, published, failed int64) error 
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	return pt.stop(ctx)
-}
-
-// serveTraced runs serve with the tracer provider the OTEL_* variables ask
-// for, and flushes the spans after the node has shut down: telemetry is
-// flushed last.
-func serveTraced(ctx context.Context, c serveConfig, log *slog.Logger) error {
-	tp, shutdown, err := newTracing(ctx, os.Getenv)
-	if err != nil {
-		return err
-	}
-	if tp != nil {
-		logOTelErrors(log)
-		log.Info("tracing on: spans go to the OTLP/HTTP endpoint of OTEL_EXPORTER_OTLP_*")
-	}
-	c.tracer = tp
-	err = serve(ctx, c, log)
-	fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if ferr := shutdown(fctx); ferr != nil {
-		log.Warn("flush traces", "err", ferr)
-	}
-	return err
 }

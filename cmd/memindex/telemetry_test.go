@@ -100,10 +100,9 @@ func TestPublishTraceReachesTheWorker(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	cfg := obsConfig(t.TempDir(), "", 2)
-	cfg.http = "off"
-	cfg.tracer = tp
-	n := startObsNode(t, cfg)
+	cfg := testServeConfig(t.TempDir())
+	cfg.TracerProvider = tp
+	n, _ := runTestNode(t, cfg, nil)
 
 	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{0xab, 1}, SpanID: trace.SpanID{0xcd, 2}, TraceFlags: trace.FlagsSampled})
 	t.Setenv("TRACEPARENT", fmt.Sprintf("00-%s-%s-01", parent.TraceID(), parent.SpanID()))
@@ -111,7 +110,7 @@ func TestPublishTraceReachesTheWorker(t *testing.T) {
 {"sessionKey":"chat","sessionId":"s1","seq":2,"text":"The harbour is lovely."}
 `)
 	var out, errOut bytes.Buffer
-	if err := runPublish(context.Background(), []string{"--server", n.url, "--namespace", "traced", "-"}, in, &out, &errOut); err != nil {
+	if err := runPublish(context.Background(), []string{"--server", n.URL(), "--namespace", "traced", "-"}, in, &out, &errOut); err != nil {
 		t.Fatalf("publish: %v\n%s", err, errOut.String())
 	}
 	children := func(name string, of trace.SpanContext) int {
@@ -129,7 +128,7 @@ func TestPublishTraceReachesTheWorker(t *testing.T) {
 	m := nats.NewMsg(memindex.SearchSubject("traced"))
 	m.Data = []byte(`{"query":"Lisbon harbour"}`)
 	m.Header.Set("TraceParent", fmt.Sprintf("00-%s-%s-01", asker.TraceID(), asker.SpanID()))
-	if _, err := n.nc.RequestMsg(m, 5*time.Second); err != nil {
+	if _, err := n.Conn().RequestMsg(m, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, 10*time.Second, "the search span below the asker's", func() bool { return children(query.SpanSearch, asker) == 1 })
@@ -165,7 +164,7 @@ func TestPublishExportsOTLP(t *testing.T) {
 	n := testNode(t, 1)
 	in := strings.NewReader(`{"sessionKey":"chat","sessionId":"s1","seq":1,"text":"hello"}` + "\n")
 	var out, errOut bytes.Buffer
-	if err := runPublish(context.Background(), []string{"--server", n.url, "--namespace", "otlp", "-"}, in, &out, &errOut); err != nil {
+	if err := runPublish(context.Background(), []string{"--server", n.URL(), "--namespace", "otlp", "-"}, in, &out, &errOut); err != nil {
 		t.Fatalf("publish: %v\n%s", err, errOut.String())
 	}
 	mu.Lock()
@@ -194,7 +193,7 @@ func TestPublishExportsOTLP(t *testing.T) {
 	if sendID == "" {
 		t.Fatalf("the collector got no send span below %s (%d requests)", spanID, len(got))
 	}
-	js, err := jetstream.New(n.nc)
+	js, err := jetstream.New(n.Conn())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"memindex"
 	"memindex/internal/natstest"
+	"memindex/node"
 )
 
 // testCA is a certificate authority made for one test.
@@ -163,7 +164,7 @@ func TestTLSRefusesServerOfAnotherCA(t *testing.T) {
 	t.Setenv("NATS_CA", ca1.pemPath)
 	byEnv := connFromArgs(t, "--server", s.ClientURL(), "--timeout", "3s")
 	for name, c := range map[string]*connFlags{"--tlsca": byFlag, "NATS_CA": byEnv} {
-		nc, err := c.connect("test")
+		nc, err := c.Connect("test")
 		if err == nil {
 			nc.Close()
 			t.Fatalf("%s: connected to a server whose certificate is from another CA", name)
@@ -187,7 +188,7 @@ func TestTLSRefusesPlaintextServer(t *testing.T) {
 		"--tlsca":    {"--server", s.ClientURL(), "--tlsca", ca1.pemPath},
 		"tls:// URL": {"--server", "tls://" + hostPort},
 	} {
-		nc, err := connFromArgs(t, append(args, "--timeout", "3s")...).connect("test")
+		nc, err := connFromArgs(t, append(args, "--timeout", "3s")...).Connect("test")
 		if err == nil {
 			nc.Close()
 			t.Fatalf("%s: connected in plaintext", name)
@@ -199,7 +200,7 @@ func TestTLSRefusesPlaintextServer(t *testing.T) {
 	}
 	// Without any TLS option the same server is fine: the refusal above
 	// comes from TLS being asked for.
-	nc, err := connFromArgs(t, "--server", s.ClientURL()).connect("test")
+	nc, err := connFromArgs(t, "--server", s.ClientURL()).Connect("test")
 	if err != nil {
 		t.Fatalf("plaintext connect without TLS options: %v", err)
 	}
@@ -217,9 +218,9 @@ func TestTLSWithTheRightCA(t *testing.T) {
 	tlsArgs := []string{"--server", s.ClientURL(), "--tlsca", ca1.pemPath, "--tlscert", ccert, "--tlskey", ckey}
 
 	cfg := testServeConfig(t.TempDir())
-	cfg.conn = *connFromArgs(t, tlsArgs...)
+	cfg.NATS = connFromArgs(t, tlsArgs...).Config
 	n, _ := runTestNode(t, cfg, nil)
-	if st, err := n.nc.TLSConnectionState(); err != nil || !st.HandshakeComplete {
+	if st, err := n.Conn().TLSConnectionState(); err != nil || !st.HandshakeComplete {
 		t.Fatalf("worker connection: TLS state %v, want a completed TLS handshake", err)
 	}
 
@@ -232,12 +233,12 @@ func TestTLSWithTheRightCA(t *testing.T) {
 		t.Fatalf("status --json = %s (%v), want the one worker", out.String(), err)
 	}
 
-	nc, err := connFromArgs(t, "--server", s.ClientURL(), "--tlsca", ca1.pemPath, "--timeout", "3s").connect("test")
+	nc, err := connFromArgs(t, "--server", s.ClientURL(), "--tlsca", ca1.pemPath, "--timeout", "3s").Connect("test")
 	if err == nil {
 		nc.Close()
 		t.Fatal("connected without the client certificate the server requires")
 	}
-	if _, cerr := connFromArgs(t, "--tlscert", ccert).resolve(); cerr == nil || !strings.Contains(cerr.Error(), "--tlskey") {
+	if _, cerr := connFromArgs(t, "--tlscert", ccert).Resolve(); cerr == nil || !strings.Contains(cerr.Error(), "--tlskey") {
 		t.Fatalf("--tlscert without --tlskey: %v, want an error naming --tlskey", cerr)
 	}
 }
@@ -248,7 +249,7 @@ func TestContextFileTLSAndNkey(t *testing.T) {
 	ca1 := newTestCA(t, "ca1")
 	scert, skey := ca1.issue(t, "server", false)
 	ccert, ckey := ca1.issue(t, "client", true)
-	auth, err := loadOrCreateAuth(t.TempDir())
+	auth, err := node.LoadOrCreateAuth(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +258,7 @@ func TestContextFileTLSAndNkey(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := startServer(t, &server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true,
-		TLS: true, TLSConfig: tc, TLSVerify: true, TLSTimeout: 5, Nkeys: auth.users})
+		TLS: true, TLSConfig: tc, TLSVerify: true, TLSTimeout: 5, Nkeys: auth.Users()})
 
 	cfgHome := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", cfgHome)
@@ -269,7 +270,7 @@ func TestContextFileTLSAndNkey(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ctxDir, "memindex-test.json"), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	nc, err := connFromArgs(t, "--context", "memindex-test").connect("test")
+	nc, err := connFromArgs(t, "--context", "memindex-test").Connect("test")
 	if err != nil {
 		t.Fatalf("connect with the context: %v", err)
 	}

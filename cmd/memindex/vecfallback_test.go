@@ -10,14 +10,15 @@ import (
 
 	"memindex"
 	"memindex/client"
+	"memindex/node"
 )
 
 // vecModeNode starts a worker on data directory dir, with sqlite-vec or
 // without (--sqlite-vec=false); stop ends it (also at the end of the test).
-func vecModeNode(t *testing.T, dir string, sqliteVec bool) (n *node, stop func()) {
+func vecModeNode(t *testing.T, dir string, sqliteVec bool) (n *node.Node, stop func()) {
 	t.Helper()
 	cfg := testServeConfig(dir)
-	cfg.noSqliteVec = !sqliteVec
+	cfg.SQLiteVec = sqliteVec
 	return runTestNode(t, cfg, nil)
 }
 
@@ -33,10 +34,10 @@ func TestVectorFallbackReported(t *testing.T) {
 	in := strings.NewReader(`{"sessionKey":"chat","sessionId":"s1","seq":1,"speaker":"Ana","text":"We move to Lisbon in May."}
 {"sessionKey":"chat","sessionId":"s1","seq":2,"speaker":"Ben","text":"Great, I will visit the harbour."}
 `)
-	if err := runPublish(ctx, []string{"--server", n.url, "--namespace", "demo", "-"}, in, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+	if err := runPublish(ctx, []string{"--server", n.URL(), "--namespace", "demo", "-"}, in, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
 		t.Fatalf("publish: %v", err)
 	}
-	cl := client.NewClient(n.nc)
+	cl := client.NewClient(n.Conn())
 	waitUntil(t, 20*time.Second, "status to show 2 messages with vectors", func() bool {
 		sts, err := cl.Status(ctx, 200*time.Millisecond)
 		return err == nil && len(sts) == 1 && sts[0].Total().Messages == 2 && sts[0].Total().Chunks > 0 && sts[0].Total().VectorsWaiting == 0
@@ -48,11 +49,11 @@ func TestVectorFallbackReported(t *testing.T) {
 		search memindex.SearchResponse
 		human  string // status, health and search output
 	}
-	gather := func(n *node) report {
+	gather := func(n *node.Node) report {
 		t.Helper()
 		var r report
-		srv := []string{"--server", n.url}
-		sts, err := client.NewClient(n.nc).Status(ctx, 300*time.Millisecond)
+		srv := []string{"--server", n.URL()}
+		sts, err := client.NewClient(n.Conn()).Status(ctx, 300*time.Millisecond)
 		if err != nil || len(sts) != 1 {
 			t.Fatalf("status: %d answers, %v", len(sts), err)
 		}
@@ -130,7 +131,7 @@ func TestVectorFallbackReported(t *testing.T) {
 		}
 	}
 	// Degraded, never down: health exits 0 unless asked to fail on degraded.
-	if err := runHealth(ctx, []string{"--server", n.url, "--fail-on-degraded"}, &bytes.Buffer{}); err == nil {
+	if err := runHealth(ctx, []string{"--server", n.URL(), "--fail-on-degraded"}, &bytes.Buffer{}); err == nil {
 		t.Error("health --fail-on-degraded succeeded in go-scan mode, want it to fail")
 	}
 }

@@ -68,3 +68,16 @@ func ConnectJetStream(tb testing.TB, s *server.Server, opts ...jetstream.JetStre
 	}
 	return nc, js
 }
+
+// WaitUntil polls cond every 20ms until it holds, and fails tb naming what
+// it waited for when it does not within d.
+func WaitUntil(tb testing.TB, d time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval
+	}
+}

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -13,19 +13,6 @@ import (
 	"memindex/store"
 )
 
-func TestParseByteSize(t *testing.T) {
-	for in, want := range map[string]int64{"1024": 1024, "512MiB": 512 << 20, "2 GiB": 2 << 30, "1500MB": 1500e6, "64KiB": 64 << 10, "7B": 7, "0": 0} {
-		if got, err := parseByteSize(in); err != nil || got != want {
-			t.Errorf("parseByteSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "lots", "-1GiB", "1.5GiB", "9999999999GiB"} {
-		if got, err := parseByteSize(in); err == nil {
-			t.Errorf("parseByteSize(%q) = %d, want an error", in, got)
-		}
-	}
-}
-
 // TestMemoryLimitIsAppliedAndReported: a worker started with
 // --memory-limit gives its shards the page caches store.MemoryBudget
 // derives, sets the Go heap's soft limit, and reports both, with its
@@ -36,7 +23,7 @@ func TestMemoryLimitIsAppliedAndReported(t *testing.T) {
 	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
 	const partitions = 2
 	cfg := obsConfig(t.TempDir(), "", partitions)
-	cfg.memoryLimit = 512 << 20
+	cfg.MemoryLimit = 512 << 20
 	n := startObsNode(t, cfg)
 	kib, sqlite, goLimit, err := store.MemoryBudget(512<<20, partitions, 0)
 	if err != nil {
@@ -45,7 +32,7 @@ func TestMemoryLimitIsAppliedAndReported(t *testing.T) {
 	if got := debug.SetMemoryLimit(-1); got != goLimit {
 		t.Fatalf("Go memory limit %d, want %d", got, goLimit)
 	}
-	if sc := n.cfg.shardConfig(64, "s"); sc.CacheKiB != kib || sc.MmapBytes != -1 {
+	if sc := n.shardConfig(64, "s"); sc.CacheKiB != kib || sc.MmapBytes != -1 {
 		t.Fatalf("shard config %+v, want %d KiB and no mapping", sc, kib)
 	}
 	const ns = "memory-tenant"
@@ -92,8 +79,8 @@ func TestMemoryLimitIsAppliedAndReported(t *testing.T) {
 	}
 
 	small := obsConfig(t.TempDir(), "", 64)
-	small.memoryLimit = 100 << 20
-	if err := small.applyMemoryLimit(64); err == nil {
+	small.MemoryLimit = 100 << 20
+	if err := (&Node{cfg: small, partitions: 64}).applyMemoryLimit(); err == nil {
 		t.Fatal("a 100 MiB limit for 64 partitions was accepted")
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -30,15 +30,15 @@ func TestEmbedderSwitchInAGroup(t *testing.T) {
 	s := natstest.Server(t)
 	dirA, dirB := t.TempDir(), t.TempDir()
 	const partitions = 16
-	cfgFor := func(dir, worker string, dims int) serveConfig {
-		c := testServeConfig(dir)
-		c.conn.server = s.ClientURL()
-		c.worker, c.group, c.partitions, c.leaseTTL = worker, "g", partitions, 1200*time.Millisecond
-		c.readyLag = defaultReadyLag
-		c.provider.dims = dims
+	cfgFor := func(dir, worker string, dims int) Config {
+		c := testConfig(dir)
+		c.NATS.Server = s.ClientURL()
+		c.Worker, c.Group, c.PartitionCount, c.LeaseTTL = worker, "g", partitions, 1200*time.Millisecond
+		c.ReadyLag = DefaultReadyLag
+		c.Embedder.Dims = dims
 		return c
 	}
-	held := func(n *node) int { return len(n.own.leaser.Held()) }
+	held := func(n *Node) int { return len(n.own.leaser.Held()) }
 	a, stopA := runTestNode(t, cfgFor(dirA, "w1", 384), nil)
 	b, stopB := runTestNode(t, cfgFor(dirB, "w2", 384), nil)
 	waitUntil(t, 30*time.Second, "partitions spread evenly", func() bool { return held(a) == partitions/2 && held(b) == partitions/2 })
@@ -48,7 +48,7 @@ func TestEmbedderSwitchInAGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	publishNamespaces(t, js, namespaces)
-	found := func(n *node, ns string) bool {
+	found := func(n *Node, ns string) bool {
 		hits, err := searchRaw(n.nc, ns)
 		return err == nil && hits > 0
 	}
@@ -125,14 +125,14 @@ func TestEmbedderSwitchInAGroup(t *testing.T) {
 		}
 	}
 	for _, ns := range namespaces {
-		for _, n := range []*node{a, b} {
+		for _, n := range []*Node{a, b} {
 			hits, err := searchRaw(n.nc, ns)
 			for deadline := time.Now().Add(30 * time.Second); (err != nil || hits == 0) && time.Now().Before(deadline); {
 				time.Sleep(20 * time.Millisecond)
 				hits, err = searchRaw(n.nc, ns)
 			}
 			if err != nil || hits == 0 {
-				t.Fatalf("search %s through %s after the switch: %d hits, %v; want its message", ns, n.cfg.worker, hits, err)
+				t.Fatalf("search %s through %s after the switch: %d hits, %v; want its message", ns, n.cfg.Worker, hits, err)
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"bufio"
@@ -25,20 +25,20 @@ import (
 
 // obsConfig is the configuration of a test worker with its HTTP endpoints
 // on a free port, on an embedded server unless server is set.
-func obsConfig(dir, server string, partitions int) serveConfig {
-	c := serveConfig{listen: "127.0.0.1:-1", data: dir, partitions: partitions, provider: providerFlags{name: "builtin", dims: 64},
-		batch: 100, embedBatch: 64, embedConc: 2, chunkTokens: 200, worker: "obs", maxPending: 64,
-		http: "127.0.0.1:0", httpExplicit: true, readyLag: defaultReadyLag}
-	c.conn.server = server
+func obsConfig(dir, server string, partitions int) Config {
+	c := testConfig(dir)
+	c.PartitionCount, c.Embedder.Dims, c.Batch, c.ChunkTokens, c.Worker = partitions, 64, 100, 200, "obs"
+	c.HTTP, c.HTTPRequired, c.ReadyLag = "127.0.0.1:0", true, DefaultReadyLag
+	c.NATS.Server = server
 	return c
 }
 
 // runNode runs a started node until the test ends.
-func runNode(t *testing.T, n *node) {
+func runNode(t *testing.T, n *Node) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- n.run(ctx) }()
+	go func() { done <- n.Run(ctx) }()
 	var once sync.Once
 	t.Cleanup(func() {
 		once.Do(func() {
@@ -51,18 +51,18 @@ func runNode(t *testing.T, n *node) {
 }
 
 // startObsNode starts and runs a worker with cfg.
-func startObsNode(t *testing.T, cfg serveConfig) *node {
+func startObsNode(t *testing.T, cfg Config) *Node {
 	t.Helper()
-	n, err := startNode(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	n, err := Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
-		t.Fatalf("startNode: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	runNode(t, n)
 	return n
 }
 
 // get fetches path from the node's HTTP endpoints.
-func get(t *testing.T, n *node, path string) (int, string) {
+func get(t *testing.T, n *Node, path string) (int, string) {
 	t.Helper()
 	resp, err := http.Get("http://" + n.httpAddr + path)
 	if err != nil {
@@ -78,7 +78,7 @@ func get(t *testing.T, n *node, path string) (int, string) {
 
 // scrape reads /metrics as Prometheus text into series → value, a series
 // being its name with its labels as exposed (sorted by label name).
-func scrape(t *testing.T, n *node) (map[string]float64, string) {
+func scrape(t *testing.T, n *Node) (map[string]float64, string) {
 	t.Helper()
 	code, body := get(t, n, "/metrics")
 	if code != http.StatusOK {
@@ -235,10 +235,10 @@ func TestReadyzFollowsARebuild(t *testing.T) {
 	p := memindex.Partition(ns, partitions)
 
 	cfg := obsConfig(t.TempDir(), srv.ClientURL(), partitions)
-	cfg.readyLag = 10
-	n, err := startNode(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	cfg.ReadyLag = 10
+	n, err := Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
-		t.Fatalf("startNode: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	// Started, not yet consuming: the partition of ns must rebuild.
 	code, body := get(t, n, "/readyz")
@@ -301,26 +301,26 @@ func TestReadyzNotConnected(t *testing.T) {
 // names the flag) and a taken default (a warning, the worker starts).
 func TestHTTPFlags(t *testing.T) {
 	cfg := obsConfig(t.TempDir(), "", 1)
-	cfg.http = "off"
+	cfg.HTTP = "off"
 	n := startObsNode(t, cfg)
 	if n.httpAddr != "" {
 		t.Fatalf("--http off started endpoints on %s", n.httpAddr)
 	}
 	busy := startObsNode(t, obsConfig(t.TempDir(), "", 1))
 	cfg = obsConfig(t.TempDir(), "", 1)
-	cfg.http = busy.httpAddr
-	if _, err := startNode(context.Background(), cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "--http") {
-		t.Fatalf("startNode on a taken --http address: err=%v, want an error naming --http", err)
+	cfg.HTTP = busy.httpAddr
+	if _, err := Open(context.Background(), cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "--http") {
+		t.Fatalf("Open on a taken --http address: err=%v, want an error naming --http", err)
 	}
-	cfg.httpExplicit = false
+	cfg.HTTPRequired = false
 	n = startObsNode(t, cfg)
 	if n.httpAddr != "" {
 		t.Fatalf("a taken default address: endpoints on %q, want none", n.httpAddr)
 	}
 	cfg = obsConfig(t.TempDir(), "", 1)
-	cfg.readyLag = -1
-	if _, err := startNode(context.Background(), cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "--ready-lag") {
-		t.Fatalf("startNode with --ready-lag -1: err=%v, want an error naming --ready-lag", err)
+	cfg.ReadyLag = -1
+	if _, err := Open(context.Background(), cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "--ready-lag") {
+		t.Fatalf("Open with --ready-lag -1: err=%v, want an error naming --ready-lag", err)
 	}
 }
 

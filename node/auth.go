@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"bytes"
@@ -7,41 +7,46 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
+
+	"memindex/internal/natsconn"
 )
 
 // Where `serve --auth` keeps the embedded server's credentials, under the
 // data directory.
 const (
-	authDir        = "auth"
-	workerSeedName = "worker.nk"
-	adminSeedName  = "admin.nk"
+	AuthDir        = "auth"
+	WorkerSeedFile = "worker.nk"
+	AdminSeedFile  = "admin.nk"
 )
 
-// embeddedAuth is the credentials of an embedded server started with --auth:
+// EmbeddedAuth is the credentials of an embedded server started with --auth:
 // two nkey users, each a seed file (mode 0600) in DATA/auth (mode 0700).
 // The worker connects as one; people and tools (memindex publish, search,
 // status, dlq; the nats CLI) connect as the other with --nkey. Only the
 // public keys go into the server's configuration.
-type embeddedAuth struct {
+type EmbeddedAuth struct {
 	WorkerSeed string // path of the worker's seed file
 	AdminSeed  string // path of the admin's seed file
 	users      []*server.NkeyUser
 }
 
-// loadOrCreateAuth reads the seed files under dataDir/auth, generating any
+// Users returns the nkey users a server accepting these credentials
+// configures (their public keys only).
+func (a *EmbeddedAuth) Users() []*server.NkeyUser { return a.users }
+
+// LoadOrCreateAuth reads the seed files under dataDir/auth, generating any
 // that is missing, so credentials survive restarts. A seed file others can
 // read, or one that does not hold an nkey user seed, is an error that says
 // what to do; its content is never quoted.
-func loadOrCreateAuth(dataDir string) (*embeddedAuth, error) {
-	dir := filepath.Join(dataDir, authDir)
+func LoadOrCreateAuth(dataDir string) (*EmbeddedAuth, error) {
+	dir := filepath.Join(dataDir, AuthDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("--auth: credentials directory: %w", err)
 	}
-	a := &embeddedAuth{WorkerSeed: filepath.Join(dir, workerSeedName), AdminSeed: filepath.Join(dir, adminSeedName)}
+	a := &EmbeddedAuth{WorkerSeed: filepath.Join(dir, WorkerSeedFile), AdminSeed: filepath.Join(dir, AdminSeedFile)}
 	for _, path := range []string{a.WorkerSeed, a.AdminSeed} {
 		pub, err := loadOrCreateSeed(path)
 		if err != nil {
@@ -54,16 +59,16 @@ func loadOrCreateAuth(dataDir string) (*embeddedAuth, error) {
 
 // embeddedAuthFor loads or creates the credentials of an embedded server
 // with --auth and points conn, the worker's connection, at the worker seed.
-func embeddedAuthFor(dataDir string, conn *connFlags) (*embeddedAuth, error) {
-	if conn.creds != "" || conn.nkey != "" || conn.user != "" || conn.token != "" {
+func embeddedAuthFor(dataDir string, conn *natsconn.Config) (*EmbeddedAuth, error) {
+	if conn.Creds != "" || conn.NKey != "" || conn.User != "" || conn.Token != "" {
 		return nil, errors.New("--auth: the worker connects to its embedded server with the generated worker nkey; " +
 			"unset --creds, --nkey, --user and --token (and NATS_CREDS, NATS_NKEY, NATS_USER, NATS_TOKEN)")
 	}
-	a, err := loadOrCreateAuth(dataDir)
+	a, err := LoadOrCreateAuth(dataDir)
 	if err != nil {
 		return nil, err
 	}
-	conn.nkey = a.WorkerSeed
+	conn.NKey = a.WorkerSeed
 	return a, nil
 }
 
@@ -135,18 +140,4 @@ func wipe(b []byte) {
 	for i := range b {
 		b[i] = 'x'
 	}
-}
-
-// envBool returns the boolean environment variable name (false when
-// unset); a value that is not a boolean is an error naming the variable.
-func envBool(name string) (bool, error) {
-	v := os.Getenv(name)
-	if v == "" {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, fmt.Errorf("%s=%q: want true or false", name, v)
-	}
-	return b, nil
 }

@@ -1,15 +1,13 @@
-package main
+package node
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -17,45 +15,31 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Defaults of the HTTP endpoints.
-const (
-	defaultHTTPAddr = "127.0.0.1:9464"
-	defaultReadyLag = 1000
-	// probeTimeout bounds one readiness check (it asks the server for each
-	// consumer's lag).
-	probeTimeout = 3 * time.Second
-)
+// probeTimeout bounds one readiness check (it asks the server for each
+// consumer's lag).
+const probeTimeout = 3 * time.Second
 
 // httpOff reports whether addr turns the HTTP endpoints off.
 func httpOff(addr string) bool { return addr == "" || addr == "off" }
 
-// registerHTTPFlags registers --http and --ready-lag of serve.
-func registerHTTPFlags(fs *flag.FlagSet, c *serveConfig) {
-	fs.StringVar(&c.http, "http", env("MEMINDEX_HTTP", defaultHTTPAddr), `address of the HTTP endpoints /metrics (Prometheus), /livez and /readyz; "off" disables them; use 0.0.0.0:9464 in a container (MEMINDEX_HTTP)`)
-	fs.IntVar(&c.readyLag, "ready-lag", envInt("MEMINDEX_READY_LAG", defaultReadyLag), "events a partition may lag behind the stream and still be ready on /readyz (MEMINDEX_READY_LAG)")
-}
-
-// startHTTP starts the metrics registry and, unless c.http is off, the HTTP
+// startHTTP starts the metrics registry and, unless Config.HTTP is off, the HTTP
 // server of /metrics, /livez and /readyz. It starts before the rest of the
 // node so that /livez answers during a long start and /readyz says
 // "starting"; the server stops last, so /readyz says "draining" during
 // shutdown. A default address that is taken is logged and skipped; one
-// that was asked for (flag or MEMINDEX_HTTP) is an error.
-func (n *node) startHTTP() error {
+// that was asked for (Config.HTTPRequired) is an error.
+func (n *Node) startHTTP() error {
 	n.metrics = newNodeMetrics(newStatusCollector(n))
-	if n.cfg.readyLag < 0 {
-		return fmt.Errorf("--ready-lag %d: must not be negative", n.cfg.readyLag)
-	}
-	if httpOff(n.cfg.http) {
+	if httpOff(n.cfg.HTTP) {
 		return nil
 	}
-	ln, err := net.Listen("tcp", n.cfg.http)
+	ln, err := net.Listen("tcp", n.cfg.HTTP)
 	if err != nil {
-		if !n.cfg.httpExplicit {
-			n.log.Warn("HTTP endpoints (/metrics, /livez, /readyz) not started: the default address is taken; set --http", "addr", n.cfg.http, "err", err)
+		if !n.cfg.HTTPRequired {
+			n.log.Warn("HTTP endpoints (/metrics, /livez, /readyz) not started: the default address is taken; set --http", "addr", n.cfg.HTTP, "err", err)
 			return nil
 		}
-		return fmt.Errorf("--http %q: %w (set another address, or --http off)", n.cfg.http, err)
+		return fmt.Errorf("--http %q: %w (set another address, or --http off)", n.cfg.HTTP, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(n.metrics.reg, promhttp.HandlerOpts{
@@ -97,11 +81,11 @@ type readyBody struct {
 
 // handleReadyz answers 200 when the node is ready to serve and ingest, or
 // 503 with the reasons it is not.
-func (n *node) handleReadyz(w http.ResponseWriter, r *http.Request) {
+func (n *Node) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), probeTimeout)
 	defer cancel()
 	reasons := n.notReady(ctx)
-	body := readyBody{Ready: len(reasons) == 0, Worker: n.cfg.worker, Reasons: reasons}
+	body := readyBody{Ready: len(reasons) == 0, Worker: n.cfg.Worker, Reasons: reasons}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	if !body.Ready {
@@ -114,7 +98,7 @@ func (n *node) handleReadyz(w http.ResponseWriter, r *http.Request) {
 // started, not draining, connected to NATS, consuming, and every partition
 // bound, not rebuilding, within the lag budget (--ready-lag), committing
 // its batches and without a stream gap (consumer/gap.go).
-func (n *node) notReady(ctx context.Context) []string {
+func (n *Node) notReady(ctx context.Context) []string {
 	if !n.started.Load() {
 		return []string{"starting"}
 	}
@@ -149,24 +133,12 @@ func (n *node) notReady(ctx context.Context) []string {
 		if p.Rebuilding() {
 			problems = append(problems, fmt.Sprintf("rebuilding from the stream (applied sequence %d of %d)", p.Applied, p.RebuildTarget))
 		}
-		if p.Pending > uint64(n.cfg.readyLag) {
-			problems = append(problems, fmt.Sprintf("%d events pending, over the --ready-lag budget of %d", p.Pending, n.cfg.readyLag))
+		if p.Pending > uint64(n.cfg.ReadyLag) {
+			problems = append(problems, fmt.Sprintf("%d events pending, over the --ready-lag budget of %d", p.Pending, n.cfg.ReadyLag))
 		}
 		if len(problems) > 0 {
 			reasons = append(reasons, fmt.Sprintf("partition %d: %s", p.Partition, strings.Join(problems, "; ")))
 		}
 	}
 	return reasons
-}
-
-// httpFlagSet reports whether --http was given on the command line or in
-// MEMINDEX_HTTP, as opposed to left at its default.
-func httpFlagSet(fs *flag.FlagSet) bool {
-	set := os.Getenv("MEMINDEX_HTTP") != ""
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "http" {
-			set = true
-		}
-	})
-	return set
 }

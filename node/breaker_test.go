@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -60,17 +60,17 @@ func TestProviderOutageOpensTheBreaker(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	cfg := serveConfig{listen: "127.0.0.1:-1", data: t.TempDir(), partitions: 2,
-		provider: providerFlags{name: "openai", baseURL: srv.URL, model: "local-test", dims: 16, timeout: time.Second, retries: -1},
-		breaker:  embedder.BreakerConfig{Failures: 2, Cooldown: 200 * time.Millisecond},
-		batch:    100, embedBatch: 64, embedConc: 2, chunkTokens: 400, worker: "breaker-test", maxPending: 16}
-	n, err := startNode(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	cfg := testConfig(t.TempDir())
+	cfg.Embedder = embedder.ProviderConfig{Name: "openai", BaseURL: srv.URL, Model: "local-test", Dims: 16, Timeout: time.Second, Retries: -1}
+	cfg.Breaker = embedder.BreakerConfig{Failures: 2, Cooldown: 200 * time.Millisecond}
+	cfg.Batch, cfg.Worker, cfg.SearchPending = 100, "breaker-test", 16
+	n, err := Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
-		t.Fatalf("startNode: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- n.run(ctx) }()
+	go func() { done <- n.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
 	js, err := jetstream.New(n.nc)

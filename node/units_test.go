@@ -1,9 +1,8 @@
-package main
+package node
 
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -16,9 +15,9 @@ import (
 // starts again once that command ran.
 func TestServeRefusesWindowShardsAndNamesTheRebuild(t *testing.T) {
 	dir := t.TempDir()
-	cfg := testServeConfig(dir)
+	cfg := testConfig(dir)
 	n, stop := runTestNode(t, cfg, nil)
-	path := shardPath(n.serving.dir, 0)
+	path := ShardPath(n.serving.dir, 0)
 	stop()
 
 	ctx := context.Background()
@@ -48,11 +47,11 @@ func TestServeRefusesWindowShardsAndNamesTheRebuild(t *testing.T) {
 	}
 	db.Close()
 
-	_, err = startNode(ctx, cfg, slog.New(slog.DiscardHandler))
+	_, err = Open(ctx, cfg, slog.New(slog.DiscardHandler))
 	if !errors.Is(err, store.ErrOldUnits) || !strings.Contains(err.Error(), "memindex rebuild --all --data "+dir) {
-		t.Fatalf("startNode on a window shard = %v; want ErrOldUnits naming `memindex rebuild --all --data %s`", err, dir)
+		t.Fatalf("Open on a window shard = %v; want ErrOldUnits naming `memindex rebuild --all --data %s`", err, dir)
 	}
-	if err := runRebuild(ctx, []string{"--all", "--data", dir}, io.Discard); err != nil {
+	if _, _, err := DropShards(dir); err != nil {
 		t.Fatalf("rebuild --all: %v", err)
 	}
 	n2, stop2 := runTestNode(t, cfg, nil)

@@ -1,10 +1,9 @@
-package main
+package natsconn
 
 import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -14,43 +13,34 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"memindex/internal/secret"
 )
 
-// connFlags are the NATS connection settings, named as the nats CLI names
-// them (flags and environment variables). Secrets (password, token) have no
-// flag default, so usage never shows them; they come from the flag, the
-// environment (NAME or NAME_FILE) or the context, in that order, and no error
-// message or log line contains them.
-type connFlags struct {
-	server   string
-	creds    string
-	context  string
-	user     string
-	password string
-	token    string
-	nkey     string // nkey seed file
-	tlsCert  string
-	tlsKey   string
-	tlsCA    string
-	timeout  time.Duration
-	// log receives the connection's asynchronous errors (permission
+// DefaultTimeout is how long to wait for NATS operations when Config sets
+// no Timeout.
+const DefaultTimeout = 5 * time.Second
+
+// Config is the NATS connection settings, named as the nats CLI names
+// them. Secrets (password, token) come from the field, the environment
+// (NAME or NAME_FILE) or the context, in that order, and no error message or
+// log line contains them.
+type Config struct {
+	Server   string // URL(s), comma separated
+	Creds    string // credentials file
+	Context  string // nats CLI context name
+	User     string
+	Password string
+	Token    string
+	NKey     string // nkey seed file
+	TLSCert  string
+	TLSKey   string
+	TLSCA    string
+	Timeout  time.Duration // of connecting and NATS operations; 0: DefaultTimeout
+	// Log receives the connection's asynchronous errors (permission
 	// violations, slow consumer); nil leaves them to nats.go, which prints
 	// them on stderr.
-	log *slog.Logger
-}
-
-func (c *connFlags) register(fs *flag.FlagSet, defServer string) {
-	fs.StringVar(&c.server, "server", env("NATS_URL", defServer), "NATS server URL(s), comma separated (NATS_URL)")
-	fs.StringVar(&c.creds, "creds", env("NATS_CREDS", ""), "NATS credentials file (NATS_CREDS)")
-	fs.StringVar(&c.nkey, "nkey", env("NATS_NKEY", ""), "NATS nkey user seed file (NATS_NKEY)")
-	fs.StringVar(&c.user, "user", env("NATS_USER", ""), "NATS user name (NATS_USER)")
-	fs.StringVar(&c.password, "password", "", "NATS password; prefer NATS_PASSWORD or NATS_PASSWORD_FILE, a flag shows in process lists")
-	fs.StringVar(&c.token, "token", "", "NATS authentication token; prefer NATS_TOKEN or NATS_TOKEN_FILE, a flag shows in process lists")
-	fs.StringVar(&c.tlsCert, "tlscert", env("NATS_CERT", ""), "TLS client certificate file (NATS_CERT); any TLS option makes TLS required")
-	fs.StringVar(&c.tlsKey, "tlskey", env("NATS_KEY", ""), "TLS client private key file (NATS_KEY)")
-	fs.StringVar(&c.tlsCA, "tlsca", env("NATS_CA", ""), "CA certificate file to verify the server with (NATS_CA); any TLS option makes TLS required")
-	fs.StringVar(&c.context, "context", env("NATS_CONTEXT", ""), "nats CLI context to take url, credentials and TLS files from (NATS_CONTEXT)")
-	fs.DurationVar(&c.timeout, "timeout", 5*time.Second, "time to wait for NATS operations")
+	Log *slog.Logger
 }
 
 // natsContext is the part of a nats CLI context file memindex uses; the
@@ -86,24 +76,24 @@ func loadContext(name string) (natsContext, error) {
 	return nctx, nil
 }
 
-// resolve completes c from the environment's secrets and the nats context,
+// Resolve completes c from the environment's secrets and the nats context,
 // and checks that the settings make one way to authenticate. It returns the
 // server URL(s) to connect to.
-func (c *connFlags) resolve() (string, error) {
+func (c *Config) Resolve() (string, error) {
 	var err error
-	if c.password == "" {
-		if c.password, err = secret("NATS_PASSWORD"); err != nil {
+	if c.Password == "" {
+		if c.Password, err = secret.Get("NATS_PASSWORD"); err != nil {
 			return "", err
 		}
 	}
-	if c.token == "" {
-		if c.token, err = secret("NATS_TOKEN"); err != nil {
+	if c.Token == "" {
+		if c.Token, err = secret.Get("NATS_TOKEN"); err != nil {
 			return "", err
 		}
 	}
-	url := c.server
-	if c.context != "" {
-		nctx, err := loadContext(c.context)
+	url := c.Server
+	if c.Context != "" {
+		nctx, err := loadContext(c.Context)
 		if err != nil {
 			return "", err
 		}
@@ -112,16 +102,16 @@ func (c *connFlags) resolve() (string, error) {
 		}
 		// The context's credentials apply only when flags and environment
 		// name none: a flag is the more specific choice.
-		if c.creds == "" && c.nkey == "" && c.user == "" && c.token == "" {
-			c.creds, c.nkey, c.user, c.password, c.token = nctx.Creds, nctx.NKey, nctx.User, nctx.Password, nctx.Token
+		if c.Creds == "" && c.NKey == "" && c.User == "" && c.Token == "" {
+			c.Creds, c.NKey, c.User, c.Password, c.Token = nctx.Creds, nctx.NKey, nctx.User, nctx.Password, nctx.Token
 		}
-		c.tlsCert, c.tlsKey, c.tlsCA = or(c.tlsCert, nctx.Cert), or(c.tlsKey, nctx.Key), or(c.tlsCA, nctx.CA)
+		c.TLSCert, c.TLSKey, c.TLSCA = or(c.TLSCert, nctx.Cert), or(c.TLSKey, nctx.Key), or(c.TLSCA, nctx.CA)
 	}
 	if url == "" {
 		url = nats.DefaultURL
 	}
 	var methods []string
-	for _, m := range []struct{ name, val string }{{"--creds", c.creds}, {"--nkey", c.nkey}, {"--user", c.user}, {"--token", c.token}} {
+	for _, m := range []struct{ name, val string }{{"--creds", c.Creds}, {"--nkey", c.NKey}, {"--user", c.User}, {"--token", c.Token}} {
 		if m.val != "" {
 			methods = append(methods, m.name)
 		}
@@ -129,18 +119,23 @@ func (c *connFlags) resolve() (string, error) {
 	switch {
 	case len(methods) > 1:
 		return "", fmt.Errorf("%s are all set: choose one way to authenticate to NATS (check the flags and NATS_* variables)", strings.Join(methods, ", "))
-	case c.password != "" && c.user == "":
+	case c.Password != "" && c.User == "":
 		return "", errors.New("a NATS password is set (--password or NATS_PASSWORD) but no user: set --user or NATS_USER")
-	case (c.tlsCert == "") != (c.tlsKey == ""):
+	case (c.TLSCert == "") != (c.TLSKey == ""):
 		return "", errors.New("--tlscert (NATS_CERT) and --tlskey (NATS_KEY) go together: set both or neither")
 	}
 	return url, nil
 }
 
-func (c *connFlags) options(name string) ([]nats.Option, error) {
-	opts := []nats.Option{nats.Name(name), nats.Timeout(c.timeout), nats.MaxReconnects(-1)}
-	if c.log != nil {
-		log := c.log
+// Options returns the nats.go options of c for a connection named name.
+func (c *Config) Options(name string) ([]nats.Option, error) {
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	opts := []nats.Option{nats.Name(name), nats.Timeout(timeout), nats.MaxReconnects(-1)}
+	if c.Log != nil {
+		log := c.Log
 		opts = append(opts, nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			attrs := []any{"err", err}
 			if sub != nil {
@@ -150,40 +145,40 @@ func (c *connFlags) options(name string) ([]nats.Option, error) {
 		}))
 	}
 	switch {
-	case c.creds != "":
-		opts = append(opts, nats.UserCredentials(c.creds))
-	case c.nkey != "":
-		o, err := nats.NkeyOptionFromSeed(c.nkey)
+	case c.Creds != "":
+		opts = append(opts, nats.UserCredentials(c.Creds))
+	case c.NKey != "":
+		o, err := nats.NkeyOptionFromSeed(c.NKey)
 		if err != nil {
-			return nil, fmt.Errorf("--nkey %s: %w", c.nkey, err)
+			return nil, fmt.Errorf("--nkey %s: %w", c.NKey, err)
 		}
 		opts = append(opts, o)
-	case c.user != "":
-		opts = append(opts, nats.UserInfo(c.user, c.password))
-	case c.token != "":
-		opts = append(opts, nats.Token(c.token))
+	case c.User != "":
+		opts = append(opts, nats.UserInfo(c.User, c.Password))
+	case c.Token != "":
+		opts = append(opts, nats.Token(c.Token))
 	}
-	if c.tlsCert != "" || c.tlsCA != "" {
+	if c.TLSCert != "" || c.TLSCA != "" {
 		opts = append(opts, nats.Secure())
 	}
-	if c.tlsCA != "" {
-		opts = append(opts, nats.RootCAs(c.tlsCA))
+	if c.TLSCA != "" {
+		opts = append(opts, nats.RootCAs(c.TLSCA))
 	}
-	if c.tlsCert != "" {
-		opts = append(opts, nats.ClientCert(c.tlsCert, c.tlsKey))
+	if c.TLSCert != "" {
+		opts = append(opts, nats.ClientCert(c.TLSCert, c.TLSKey))
 	}
 	return opts, nil
 }
 
-// connect connects to NATS with the settings in c. When a TLS option is set
+// Connect connects to NATS with the settings in c. When a TLS option is set
 // the connection is TLS or nothing: a server that does not offer TLS is
 // refused, never used in plaintext.
-func (c *connFlags) connect(name string) (*nats.Conn, error) {
-	url, err := c.resolve()
+func (c *Config) Connect(name string) (*nats.Conn, error) {
+	url, err := c.Resolve()
 	if err != nil {
 		return nil, err
 	}
-	opts, err := c.options(name)
+	opts, err := c.Options(name)
 	if err != nil {
 		return nil, err
 	}
@@ -196,8 +191,8 @@ func (c *connFlags) connect(name string) (*nats.Conn, error) {
 
 // connectError explains a failed connection in words a user can act on.
 // It names the server without the credentials its URL may carry.
-func (c *connFlags) connectError(url string, err error) error {
-	at := redactURL(url)
+func (c *Config) connectError(url string, err error) error {
+	at := RedactURL(url)
 	var unknownCA x509.UnknownAuthorityError
 	var badHost x509.HostnameError
 	switch {
@@ -205,8 +200,8 @@ func (c *connFlags) connectError(url string, err error) error {
 		return fmt.Errorf("connect to NATS at %s: the server does not offer TLS, refusing plaintext (TLS is required because --tlsca, --tlscert or a tls:// URL is set): %w", at, err)
 	case errors.As(err, &unknownCA):
 		ca := "the system's trusted CAs (set --tlsca or NATS_CA to the server's CA certificate)"
-		if c.tlsCA != "" {
-			ca = c.tlsCA + " (--tlsca or NATS_CA)"
+		if c.TLSCA != "" {
+			ca = c.TLSCA + " (--tlsca or NATS_CA)"
 		}
 		return fmt.Errorf("connect to NATS at %s: TLS: the server's certificate is not signed by a CA in %s; refusing the connection: %w", at, ca, err)
 	case errors.As(err, &badHost):
@@ -221,9 +216,9 @@ func (c *connFlags) connectError(url string, err error) error {
 	return fmt.Errorf("connect to NATS at %s: %w", at, err)
 }
 
-// redactURL replaces the user information of each comma-separated URL in s
+// RedactURL replaces the user information of each comma-separated URL in s
 // (nats://user:password@host or nats://token@host) with "redacted".
-func redactURL(s string) string {
+func RedactURL(s string) string {
 	parts := strings.Split(s, ",")
 	for i, p := range parts {
 		rest := p

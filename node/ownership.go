@@ -1,18 +1,14 @@
-package main
+package node
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"memindex"
@@ -104,32 +100,19 @@ func nameToken(s string) string {
 
 // holderPrefix is the durable consumer prefix of generation gen on this
 // worker: every holder of a partition has its own consumer.
-func (n *node) holderPrefix(gen string) string {
-	return consumerPrefix(gen) + "-" + nameToken(n.cfg.worker)
+func (n *Node) holderPrefix(gen string) string {
+	return consumerPrefix(gen) + "-" + nameToken(n.cfg.Worker)
 }
 
-// initOwnership validates the ownership settings against the stream's
-// partition count and sets the static owned set.
-func (n *node) initOwnership() error {
-	c := n.cfg
-	n.own.ready = make([]atomic.Bool, c.partitions)
-	n.own.owner = make([]atomic.Bool, c.partitions)
-	if c.consumerInactive < 0 {
-		return fmt.Errorf("--consumer-inactive %s: want a duration of 0 (keep consumers forever) or more", c.consumerInactive)
+// initOwnership sets the static owned set, checked against the stream's
+// partition count.
+func (n *Node) initOwnership() error {
+	n.own.ready = make([]atomic.Bool, n.partitions)
+	n.own.owner = make([]atomic.Bool, n.partitions)
+	if n.cfg.Group != "" {
+		return nil // Validate checked the group's settings
 	}
-	if c.replicas < 0 {
-		return fmt.Errorf("--replicas %d: want 1 or more holders per partition", c.replicas)
-	}
-	if c.group != "" {
-		if c.owned != "" && c.owned != "all" {
-			return fmt.Errorf("--partitions %q and --group %q: a worker of a dynamic group takes its partitions from the group's leases; drop one of the two", c.owned, c.group)
-		}
-		if !memindex.ValidNamespace(c.group) {
-			return fmt.Errorf("--group %q: want 1-64 characters of [A-Za-z0-9_-]", c.group)
-		}
-		return nil
-	}
-	set, err := parsePartitionSet(c.owned, c.partitions)
+	set, err := parsePartitionSet(n.cfg.Partitions, n.partitions)
 	if err != nil {
 		return err
 	}
@@ -138,7 +121,7 @@ func (n *node) initOwnership() error {
 }
 
 // holds reports whether this worker answers partition p's searches itself.
-func (n *node) holds(p int) bool { return p >= 0 && p < len(n.own.ready) && n.own.ready[p].Load() }
+func (n *Node) holds(p int) bool { return p >= 0 && p < len(n.own.ready) && n.own.ready[p].Load() }
 
 // serveStatic marks the static owned set ready and subscribes its
 // per-partition subjects: a static owner serves its partitions from the
@@ -146,7 +129,7 @@ func (n *node) holds(p int) bool { return p >= 0 && p < len(n.own.ready) && n.ow
 // being rebuilt from the stream (new, deleted or replaced): its searches
 // would miss older data, so it answers 503 "catching up" until watchReady
 // finds it caught up, as a partition gained in a group does.
-func (n *node) serveStatic() error {
+func (n *Node) serveStatic() error {
 	n.genMu.RLock()
 	w := n.serving.worker
 	n.genMu.RUnlock()
@@ -165,7 +148,7 @@ func (n *node) serveStatic() error {
 }
 
 // startLeaser joins the dynamic group.
-func (n *node) startLeaser(ctx context.Context) error {
+func (n *Node) startLeaser(ctx context.Context) error {
 	// The lease bucket is replicated like the event stream, so losing the
 	// node that holds it does not stop the group's renewals.
 	bucketReplicas := 1
@@ -173,8 +156,8 @@ func (n *node) startLeaser(ctx context.Context) error {
 		bucketReplicas = max(s.CachedInfo().Config.Replicas, 1)
 	}
 	l, err := consumer.NewLeaser(ctx, n.js, consumer.LeaseConfig{
-		Group: n.cfg.group, Worker: n.cfg.worker, Partitions: n.cfg.partitions,
-		Replicas: max(n.cfg.replicas, 1), TTL: n.cfg.leaseTTL, Logger: n.log,
+		Group: n.cfg.Group, Worker: n.cfg.Worker, Partitions: n.partitions,
+		Replicas: max(n.cfg.Replicas, 1), TTL: n.cfg.LeaseTTL, Logger: n.log,
 		BucketReplicas: bucketReplicas,
 	}, consumer.LeaseHooks{Gain: n.gain, Drop: n.drop, Fence: n.fence})
 	if err != nil {
@@ -186,7 +169,7 @@ func (n *node) startLeaser(ctx context.Context) error {
 
 // runLeaser runs the leaser until ctx ends and it has handed every
 // partition over; node.run waits for leaserDone before stopping the rest.
-func (n *node) runLeaser(ctx context.Context) {
+func (n *Node) runLeaser(ctx context.Context) {
 	n.own.leaserDone = make(chan struct{})
 	if n.own.leaser == nil {
 		close(n.own.leaserDone)
@@ -202,7 +185,7 @@ func (n *node) runLeaser(ctx context.Context) {
 // its shard's applied sequence (a new shard rebuilds from the stream),
 // writes fenced at fence. It answers searches once watchReady finds it
 // caught up.
-func (n *node) gain(ctx context.Context, p int, owner bool, fence time.Time) error {
+func (n *Node) gain(ctx context.Context, p int, owner bool, fence time.Time) error {
 	n.own.moving.RLock()
 	defer n.own.moving.RUnlock()
 	n.genMu.RLock()
@@ -223,19 +206,19 @@ func (n *node) gain(ctx context.Context, p int, owner bool, fence time.Time) err
 		if g == nil {
 			continue
 		}
-		path := shardPath(g.dir, p)
-		if restoreShard != nil && g == newest {
-			if err := restoreShard(ctx, n, p, path); err != nil {
+		path := ShardPath(g.dir, p)
+		if g == newest {
+			if err := n.restoreFromSnapshot(ctx, p, path); err != nil {
 				n.log.Warn("restore partition from a snapshot; rebuilding it from the stream", "partition", p, "err", err)
 			}
 		}
-		sh, err := store.Open(ctx, path, n.cfg.shardConfig(g.dims, g.space))
+		sh, err := store.Open(ctx, path, n.shardConfig(g.dims, g.space))
 		if errors.Is(err, store.ErrOldUnits) {
 			// Windows of an older memindex: a gained partition is rebuilt
 			// from the stream anyway, so start it afresh.
 			n.log.Warn("shard holds session windows of an older memindex; rebuilding it from the stream", "partition", p)
 			if _, err = removeShard(path); err == nil {
-				sh, err = store.Open(ctx, path, n.cfg.shardConfig(g.dims, g.space))
+				sh, err = store.Open(ctx, path, n.shardConfig(g.dims, g.space))
 			}
 		}
 		if err != nil {
@@ -260,14 +243,9 @@ func (n *node) gain(ctx context.Context, p int, owner bool, fence time.Time) err
 	return nil
 }
 
-// restoreShard, when set, puts the newest snapshot of partition p at path
-// before its shard opens (consumer/snapshot.go); nil rebuilds from the
-// stream.
-var restoreShard func(ctx context.Context, n *node, p int, path string) error
-
 // drop stops answering and writing partition p and closes its shards. The
 // fence already stops its commits when the lease ended.
-func (n *node) drop(ctx context.Context, p int, handover bool) {
+func (n *Node) drop(ctx context.Context, p int, handover bool) {
 	n.own.moving.RLock()
 	defer n.own.moving.RUnlock()
 	n.own.ready[p].Store(false)
@@ -298,7 +276,7 @@ func (n *node) drop(ctx context.Context, p int, handover bool) {
 }
 
 // fence moves partition p's write fence in every generation.
-func (n *node) fence(p int, until time.Time) {
+func (n *Node) fence(p int, until time.Time) {
 	n.genMu.RLock()
 	defer n.genMu.RUnlock()
 	for _, g := range []*generation{n.serving, n.next} {
@@ -310,13 +288,13 @@ func (n *node) fence(p int, until time.Time) {
 
 // caughtUp reports whether a held partition may answer searches: bound to
 // its consumer, not rebuilding, and within the --ready-lag budget.
-func (n *node) caughtUp(r consumer.PartitionReadiness) bool {
-	return r.Err == nil && r.Bound && !r.Rebuilding() && r.Pending <= uint64(n.cfg.readyLag)
+func (n *Node) caughtUp(r consumer.PartitionReadiness) bool {
+	return r.Err == nil && r.Bound && !r.Rebuilding() && r.Pending <= uint64(n.cfg.ReadyLag)
 }
 
 // watchReady starts serving each held partition that does not serve yet
 // (gained in a group, or rebuilding) once it has caught up.
-func (n *node) watchReady(ctx context.Context) {
+func (n *Node) watchReady(ctx context.Context) {
 	t := time.NewTicker(readyPoll)
 	defer t.Stop()
 	for {
@@ -348,10 +326,10 @@ func (n *node) watchReady(ctx context.Context) {
 const readyPoll = 200 * time.Millisecond
 
 // ownershipStatus fills the ownership fields of a status answer.
-func (n *node) ownershipStatus(resp *memindex.StatusResponse) {
-	resp.PartitionCount = n.cfg.partitions
-	resp.Group = n.cfg.group
-	resp.Replicas = max(n.cfg.replicas, 1)
+func (n *Node) ownershipStatus(resp *memindex.StatusResponse) {
+	resp.PartitionCount = n.partitions
+	resp.Group = n.cfg.Group
+	resp.Replicas = max(n.cfg.Replicas, 1)
 	var leases map[int]consumer.LeaseState
 	if n.own.leaser != nil {
 		leases, resp.GroupMembers = n.own.leaser.Leases()
@@ -377,69 +355,8 @@ func (n *node) ownershipStatus(resp *memindex.StatusResponse) {
 	}
 }
 
-// printCluster prints the cluster view of every worker's status: for each
-// partition its owner, its replicas with their state, and the lag.
-func printCluster(w io.Writer, sts []memindex.StatusResponse) {
-	type holder struct {
-		worker, role, state string
-		pending             uint64
-		lease               float64
-	}
-	byPart := map[int][]holder{}
-	count := 0
-	for _, s := range sts {
-		count = max(count, s.PartitionCount)
-		for _, p := range s.Partitions {
-			byPart[p.Partition] = append(byPart[p.Partition], holder{s.Worker, p.Role, p.State, p.Pending, p.LeaseValidSeconds})
-		}
-	}
-	if count == 0 {
-		return
-	}
-	fmt.Fprintf(w, "cluster: %d partitions, %d workers\n", count, len(sts))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "partition\towner\treplicas\tlag\tlease\t")
-	for p := range count {
-		hs := byPart[p]
-		slices.SortFunc(hs, func(a, b holder) int { return strings.Compare(a.worker, b.worker) })
-		owner, lag, lease := "-", "", ""
-		var replicas []string
-		for _, h := range hs {
-			desc := h.worker
-			if h.state != "" && h.state != memindex.StateReady {
-				desc += " (" + h.state + ")"
-			}
-			if h.role == memindex.RoleOwner && owner == "-" {
-				owner = desc
-				if h.lease > 0 {
-					lease = fmt.Sprintf("%.1fs", h.lease)
-				}
-			} else {
-				replicas = append(replicas, desc)
-			}
-			lag += strconv.FormatUint(h.pending, 10) + " "
-		}
-		if len(hs) == 0 {
-			owner = "NONE (no worker holds it: its searches fail with 503)"
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t\n", p, owner, strings.Join(replicas, ", "), strings.TrimSpace(lag), lease)
-	}
-	tw.Flush()
-}
-
 // notHeld is the router's error for a partition this worker does not hold
 // (a request that raced a hand-over).
-func (n *node) notHeld(p int) error {
-	return fmt.Errorf("partition %d is not held by worker %s: it is moving between workers; retry: %w", p, n.cfg.worker, query.ErrNotReady)
-}
-
-// envDuration returns the environment variable name parsed as a duration,
-// or def when unset or not a duration.
-func envDuration(name string, def time.Duration) time.Duration {
-	if v, ok := os.LookupEnv(name); ok && v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
-			return d
-		}
-	}
-	return def
+func (n *Node) notHeld(p int) error {
+	return fmt.Errorf("partition %d is not held by worker %s: it is moving between workers; retry: %w", p, n.cfg.Worker, query.ErrNotReady)
 }

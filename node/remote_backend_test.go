@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -37,10 +37,10 @@ func openRemote(t *testing.T, s *server.Server, statusWait time.Duration) client
 }
 
 // staticWorker runs a worker on s holding all 4 partitions.
-func staticWorker(t *testing.T, s *server.Server, name string, edit func(*serveConfig)) *node {
+func staticWorker(t *testing.T, s *server.Server, name string, edit func(*Config)) *Node {
 	t.Helper()
-	n, _ := clusterNode(t, s, name, func(c *serveConfig) {
-		c.partitions = replicaPartitions
+	n, _ := clusterNode(t, s, name, func(c *Config) {
+		c.PartitionCount = replicaPartitions
 		if edit != nil {
 			edit(c)
 		}
@@ -159,7 +159,7 @@ func TestRemoteSyncFailsWhileAPartitionCannotCatchUp(t *testing.T) {
 // Sync does not return nil but the deadline's error naming partition 2.
 func TestRemoteSyncFailsWhileNoWorkerHoldsAPartition(t *testing.T) {
 	s := natstest.Server(t)
-	staticWorker(t, s, "w1", func(c *serveConfig) { c.owned = "0-1" })
+	staticWorker(t, s, "w1", func(c *Config) { c.Partitions = "0-1" })
 	js, err := jetstream.New(natstest.Connect(t, s))
 	if err != nil {
 		t.Fatal(err)
@@ -267,9 +267,9 @@ func TestRemoteProbes(t *testing.T) {
 		}))
 		defer provider.Close()
 		s := natstest.Server(t)
-		staticWorker(t, s, "down-1", func(c *serveConfig) {
-			c.provider = providerFlags{name: "openai", baseURL: provider.URL, model: "local-test", dims: 16, timeout: time.Second, retries: -1}
-			c.breaker = embedder.BreakerConfig{Failures: 1, Cooldown: time.Hour} // stays open for the test
+		staticWorker(t, s, "down-1", func(c *Config) {
+			c.Embedder = embedder.ProviderConfig{Name: "openai", BaseURL: provider.URL, Model: "local-test", Dims: 16, Timeout: time.Second, Retries: -1}
+			c.Breaker = embedder.BreakerConfig{Failures: 1, Cooldown: time.Hour} // stays open for the test
 		})
 		m := openRemote(t, s, time.Second)
 		js, err := jetstream.New(natstest.Connect(t, s))
@@ -292,13 +292,13 @@ func TestRemoteProbes(t *testing.T) {
 
 	t.Run("not ready", func(t *testing.T) {
 		s := natstest.Server(t)
-		cfg := testServeConfig(t.TempDir())
-		cfg.conn.server, cfg.worker, cfg.partitions = s.ClientURL(), "idle", replicaPartitions
-		n, err := startNode(ctx, cfg, slog.New(slog.DiscardHandler)) // started, never run: serves, consumes nothing
+		cfg := testConfig(t.TempDir())
+		cfg.NATS.Server, cfg.Worker, cfg.PartitionCount = s.ClientURL(), "idle", replicaPartitions
+		n, err := Open(ctx, cfg, slog.New(slog.DiscardHandler)) // started, never run: serves, consumes nothing
 		if err != nil {
-			t.Fatalf("startNode: %v", err)
+			t.Fatalf("Open: %v", err)
 		}
-		t.Cleanup(n.close)
+		t.Cleanup(func() { _ = n.Close(context.Background()) })
 		m := openRemote(t, s, time.Second)
 		if sts, err := m.Status(ctx); err != nil || len(sts) != 1 || sts[0].Ready {
 			t.Fatalf("Status() = %+v, %v; want the idle worker, not ready", sts, err)

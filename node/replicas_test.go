@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -35,12 +35,12 @@ const (
 
 // replicaGroup starts one worker of group g per name on s: 4 partitions, 2
 // holders each, lease TTL 1.2 s.
-func replicaGroup(t *testing.T, s *server.Server, names ...string) []*node {
+func replicaGroup(t *testing.T, s *server.Server, names ...string) []*Node {
 	t.Helper()
-	var out []*node
+	var out []*Node
 	for _, name := range names {
-		n, _ := clusterNode(t, s, name, func(c *serveConfig) {
-			c.group, c.partitions, c.leaseTTL, c.replicas = "g", replicaPartitions, replicaLeaseTTL, 2
+		n, _ := clusterNode(t, s, name, func(c *Config) {
+			c.Group, c.PartitionCount, c.LeaseTTL, c.Replicas = "g", replicaPartitions, replicaLeaseTTL, 2
 		})
 		out = append(out, n)
 	}
@@ -70,11 +70,11 @@ func leaseSlots(t *testing.T, js jetstream.JetStream) map[int][]string {
 // replicated reports whether every partition has two distinct holders in
 // the lease table, both among nodes, leasing it and serving it ready; why
 // says what is missing.
-func replicated(t *testing.T, js jetstream.JetStream, nodes []*node) (ok bool, why string) {
+func replicated(t *testing.T, js jetstream.JetStream, nodes []*Node) (ok bool, why string) {
 	t.Helper()
-	byName := map[string]*node{}
+	byName := map[string]*Node{}
 	for _, n := range nodes {
-		byName[n.cfg.worker] = n
+		byName[n.cfg.Worker] = n
 	}
 	slots := leaseSlots(t, js)
 	for p := range replicaPartitions {
@@ -94,7 +94,7 @@ func replicated(t *testing.T, js jetstream.JetStream, nodes []*node) (ok bool, w
 
 // waitReplicated waits until every partition has two ready holders among
 // nodes, running during each poll, when not nil.
-func waitReplicated(t *testing.T, js jetstream.JetStream, nodes []*node, during func()) map[int][]string {
+func waitReplicated(t *testing.T, js jetstream.JetStream, nodes []*Node, during func()) map[int][]string {
 	t.Helper()
 	var why string
 	waitUntil(t, 45*time.Second, "two ready holders of every partition", func() bool {
@@ -113,37 +113,37 @@ func waitReplicated(t *testing.T, js jetstream.JetStream, nodes []*node, during 
 
 // checkRoles checks that each node's status lists exactly the partitions
 // it holds in slots, as owner for slot 0 and replica otherwise, all ready.
-func checkRoles(t *testing.T, nodes []*node, slots map[int][]string) {
+func checkRoles(t *testing.T, nodes []*Node, slots map[int][]string) {
 	t.Helper()
 	for _, n := range nodes {
 		st := n.status(context.Background())
 		if st.Group != "g" || st.Replicas != 2 || st.PartitionCount != replicaPartitions {
-			t.Fatalf("%s status group=%q replicas=%d partitionCount=%d, want g, 2, %d", n.cfg.worker, st.Group, st.Replicas, st.PartitionCount, replicaPartitions)
+			t.Fatalf("%s status group=%q replicas=%d partitionCount=%d, want g, 2, %d", n.cfg.Worker, st.Group, st.Replicas, st.PartitionCount, replicaPartitions)
 		}
 		var listed []int
 		for _, ps := range st.Partitions {
 			listed = append(listed, ps.Partition)
 			want := ""
-			switch n.cfg.worker {
+			switch n.cfg.Worker {
 			case slots[ps.Partition][0]:
 				want = memindex.RoleOwner
 			case slots[ps.Partition][1]:
 				want = memindex.RoleReplica
 			}
 			if ps.Role != want || ps.State != memindex.StateReady {
-				t.Errorf("%s status partition %d: role %q state %q, want role %q (lease table %v), state ready", n.cfg.worker, ps.Partition, ps.Role, ps.State, want, slots)
+				t.Errorf("%s status partition %d: role %q state %q, want role %q (lease table %v), state ready", n.cfg.Worker, ps.Partition, ps.Role, ps.State, want, slots)
 			}
 		}
 		var leased []int
 		for p, hs := range slots {
-			if slices.Contains(hs, n.cfg.worker) {
+			if slices.Contains(hs, n.cfg.Worker) {
 				leased = append(leased, p)
 			}
 		}
 		slices.Sort(listed)
 		slices.Sort(leased)
 		if !slices.Equal(listed, leased) {
-			t.Errorf("%s status lists partitions %v, want the %v it leases", n.cfg.worker, listed, leased)
+			t.Errorf("%s status lists partitions %v, want the %v it leases", n.cfg.Worker, listed, leased)
 		}
 	}
 }
@@ -171,7 +171,7 @@ func publishRound(t *testing.T, js jetstream.JetStream, namespaces []string, rou
 }
 
 // shardOf returns node n's serving shard of partition p (nil when none).
-func shardOf(n *node, p int) *store.Shard {
+func shardOf(n *Node, p int) *store.Shard {
 	n.genMu.RLock()
 	defer n.genMu.RUnlock()
 	return n.serving.shards[p]
@@ -210,11 +210,11 @@ func viewOf(t *testing.T, sh *store.Shard, namespaces []string) holderView {
 // the partition's last sequence, then checks that their shards hold the
 // same chunks: the same counts and, for each of the partition's
 // namespaces, the same chunk ids, each message of rounds there.
-func checkSameChunks(t *testing.T, nodes []*node, slots map[int][]string, last map[int]uint64, namespaces []string, rounds int) {
+func checkSameChunks(t *testing.T, nodes []*Node, slots map[int][]string, last map[int]uint64, namespaces []string, rounds int) {
 	t.Helper()
-	byName := map[string]*node{}
+	byName := map[string]*Node{}
 	for _, n := range nodes {
-		byName[n.cfg.worker] = n
+		byName[n.cfg.Worker] = n
 	}
 	byPart := map[int][]string{}
 	for _, ns := range namespaces {
@@ -252,11 +252,11 @@ func checkSameChunks(t *testing.T, nodes []*node, slots map[int][]string, last m
 // searchesRun is how many searches n ran itself: the count of its
 // memindex_search_duration_seconds{leg="total"} (a forwarded search counts
 // where it runs, and it is counted before the reply is sent).
-func searchesRun(t *testing.T, n *node) uint64 {
+func searchesRun(t *testing.T, n *Node) uint64 {
 	t.Helper()
 	mfs, err := n.metrics.reg.Gather()
 	if err != nil {
-		t.Fatalf("gather %s's metrics: %v", n.cfg.worker, err)
+		t.Fatalf("gather %s's metrics: %v", n.cfg.Worker, err)
 	}
 	for _, mf := range mfs {
 		if mf.GetName() != "memindex_search_duration_seconds" {
@@ -290,7 +290,7 @@ func checkHits(t *testing.T, ns string, resp memindex.SearchResponse) {
 // partition straight to the partition's holders (client.Client with
 // UsePartitions) and checks that both holders answered some, and nobody
 // else any.
-func checkBalanced(t *testing.T, c *client.Client, nodes []*node, slots map[int][]string, namespaces []string) {
+func checkBalanced(t *testing.T, c *client.Client, nodes []*Node, slots map[int][]string, namespaces []string) {
 	t.Helper()
 	for p := range replicaPartitions {
 		ns := ""
@@ -302,7 +302,7 @@ func checkBalanced(t *testing.T, c *client.Client, nodes []*node, slots map[int]
 		}
 		before := map[string]uint64{}
 		for _, n := range nodes {
-			before[n.cfg.worker] = searchesRun(t, n)
+			before[n.cfg.Worker] = searchesRun(t, n)
 		}
 		for range replicaSearches {
 			resp, err := c.Search(context.Background(), memindex.SearchRequest{Namespace: ns, Query: "marmalade recipe"})
@@ -313,10 +313,10 @@ func checkBalanced(t *testing.T, c *client.Client, nodes []*node, slots map[int]
 		}
 		ran := map[string]uint64{}
 		for _, n := range nodes {
-			ran[n.cfg.worker] = searchesRun(t, n) - before[n.cfg.worker]
+			ran[n.cfg.Worker] = searchesRun(t, n) - before[n.cfg.Worker]
 		}
 		for _, n := range nodes {
-			w := n.cfg.worker
+			w := n.cfg.Worker
 			switch holder := slices.Contains(slots[p], w); {
 			case holder && ran[w] == 0:
 				t.Errorf("partition %d: holder %s answered none of %d searches (ran %v); want both holders to share them", p, w, replicaSearches, ran)
@@ -346,7 +346,7 @@ func TestReplicasHoldEveryPartitionTwiceAndShareItsSearches(t *testing.T) {
 	for _, n := range nodes {
 		// ceil(4*2/3) = 3 each at most, and 8 slots over 3 workers.
 		if got := len(n.own.leaser.Held()); got < 2 || got > 3 {
-			t.Errorf("%s holds %v, want 2 or 3 of the 8 slots (table %v)", n.cfg.worker, n.own.leaser.Held(), slots)
+			t.Errorf("%s holds %v, want 2 or 3 of the 8 slots (table %v)", n.cfg.Worker, n.own.leaser.Held(), slots)
 		}
 	}
 	checkRoles(t, nodes, slots)
@@ -383,11 +383,11 @@ func TestReplicaGroupReplacesADeadHolder(t *testing.T) {
 
 	// The victim: owner of some partitions and, when there is one, a
 	// replica of others.
-	var victim *node
+	var victim *Node
 	for _, n := range nodes {
 		owner, replica := 0, 0
 		for p := range replicaPartitions {
-			switch n.cfg.worker {
+			switch n.cfg.Worker {
 			case slots[p][0]:
 				owner++
 			case slots[p][1]:
@@ -398,7 +398,7 @@ func TestReplicaGroupReplacesADeadHolder(t *testing.T) {
 			victim = n
 		}
 	}
-	var survivors []*node
+	var survivors []*Node
 	for _, n := range nodes {
 		if n != victim {
 			survivors = append(survivors, n)
@@ -410,7 +410,7 @@ func TestReplicaGroupReplacesADeadHolder(t *testing.T) {
 	want := map[int][]string{}
 	for p := range replicaPartitions {
 		hs := slices.Clone(slots[p])
-		switch vs := slices.Index(hs, victim.cfg.worker); vs {
+		switch vs := slices.Index(hs, victim.cfg.Worker); vs {
 		case 0:
 			hs[0] = hs[1]
 			fallthrough
@@ -439,7 +439,7 @@ func TestReplicaGroupReplacesADeadHolder(t *testing.T) {
 		case errors.As(err, &rerr) && rerr.Code == memindex.CodeUnavailable && strings.Contains(rerr.Message, "retry"):
 			retry++
 		default:
-			t.Fatalf("search %s while %s's partitions move: %v; want its hits or a 503 retry", ns, victim.cfg.worker, err)
+			t.Fatalf("search %s while %s's partitions move: %v; want its hits or a 503 retry", ns, victim.cfg.Worker, err)
 		}
 	}
 	slots = waitReplicated(t, js, survivors, search)
@@ -447,7 +447,7 @@ func TestReplicaGroupReplacesADeadHolder(t *testing.T) {
 	for p := range replicaPartitions {
 		if !slices.Equal(slots[p], want[p]) {
 			t.Errorf("partition %d held by %q after %s died (before: %q), want %q: the replica promoted to owner, the free slot to the third worker",
-				p, slots[p], victim.cfg.worker, before[p], want[p])
+				p, slots[p], victim.cfg.Worker, before[p], want[p])
 		}
 	}
 	checkRoles(t, survivors, slots)
@@ -469,11 +469,11 @@ func TestReplicaGroupOfTwoKeepsAnOwnerWhenOneDies(t *testing.T) {
 	slots := waitReplicated(t, js, nodes, nil)
 	checkRoles(t, nodes, slots)
 	victim, survivor := nodes[0], nodes[1]
-	if slots[0][0] != victim.cfg.worker {
+	if slots[0][0] != victim.cfg.Worker {
 		victim, survivor = survivor, victim // the owner of partition 0 dies
 	}
 	victim.nc.Close()
-	waitUntil(t, 30*time.Second, survivor.cfg.worker+" to own every partition", func() bool {
+	waitUntil(t, 30*time.Second, survivor.cfg.Worker+" to own every partition", func() bool {
 		st := survivor.status(context.Background())
 		if len(st.Partitions) != replicaPartitions {
 			return false
@@ -490,15 +490,15 @@ func TestReplicaGroupOfTwoKeepsAnOwnerWhenOneDies(t *testing.T) {
 	waitUntil(t, 30*time.Second, "the dead worker's replica leases to lapse", func() bool {
 		slots = leaseSlots(t, js)
 		for p := range replicaPartitions {
-			if slots[p][0] != survivor.cfg.worker || slots[p][1] != "" {
+			if slots[p][0] != survivor.cfg.Worker || slots[p][1] != "" {
 				return false
 			}
 		}
 		return true
 	})
 	for p := range replicaPartitions {
-		if slots[p][0] != survivor.cfg.worker || slots[p][1] != "" {
-			t.Errorf("partition %d held by %q, want %s as its owner and no replica left", p, slots[p], survivor.cfg.worker)
+		if slots[p][0] != survivor.cfg.Worker || slots[p][1] != "" {
+			t.Errorf("partition %d held by %q, want %s as its owner and no replica left", p, slots[p], survivor.cfg.Worker)
 		}
 	}
 	namespaces := testNamespaces(16)
@@ -520,10 +520,10 @@ func TestReplicaGroupOfTwoKeepsAnOwnerWhenOneDies(t *testing.T) {
 }
 
 // otherWorker returns the name of the node of nodes that is not named name.
-func otherWorker(nodes []*node, name string) string {
+func otherWorker(nodes []*Node, name string) string {
 	for _, n := range nodes {
-		if n.cfg.worker != name {
-			return n.cfg.worker
+		if n.cfg.Worker != name {
+			return n.cfg.Worker
 		}
 	}
 	return ""

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -54,13 +54,13 @@ func TestParsePartitionSet(t *testing.T) {
 }
 
 // clusterNode is a worker on the shared server s.
-func clusterNode(t *testing.T, s *server.Server, worker string, edit func(*serveConfig)) (*node, func()) {
+func clusterNode(t *testing.T, s *server.Server, worker string, edit func(*Config)) (*Node, func()) {
 	t.Helper()
-	cfg := testServeConfig(t.TempDir())
-	cfg.conn.server = s.ClientURL()
-	cfg.worker = worker
-	cfg.partitions = 16
-	cfg.readyLag = defaultReadyLag
+	cfg := testConfig(t.TempDir())
+	cfg.NATS.Server = s.ClientURL()
+	cfg.Worker = worker
+	cfg.PartitionCount = 16
+	cfg.ReadyLag = DefaultReadyLag
 	edit(&cfg)
 	return runTestNode(t, cfg, nil)
 }
@@ -110,8 +110,8 @@ func testNamespaces(n int) []string {
 
 func TestStaticOwnersAnswerEveryNamespaceThroughEitherWorker(t *testing.T) {
 	s := natstest.Server(t)
-	a, _ := clusterNode(t, s, "w1", func(c *serveConfig) { c.owned = "0-7" })
-	b, _ := clusterNode(t, s, "w2", func(c *serveConfig) { c.owned = "8-15" })
+	a, _ := clusterNode(t, s, "w1", func(c *Config) { c.Partitions = "0-7" })
+	b, _ := clusterNode(t, s, "w2", func(c *Config) { c.Partitions = "8-15" })
 	if got := a.serving.worker.Held(); !slices.Equal(got, []int{0, 1, 2, 3, 4, 5, 6, 7}) {
 		t.Fatalf("w1 consumes %v, want 0-7", got)
 	}
@@ -125,7 +125,7 @@ func TestStaticOwnersAnswerEveryNamespaceThroughEitherWorker(t *testing.T) {
 	}
 	js, _ := jetstream.New(a.nc)
 	publishNamespaces(t, js, namespaces)
-	for _, n := range []*node{a, b} {
+	for _, n := range []*Node{a, b} {
 		for _, ns := range namespaces {
 			// Each request goes to whichever worker the queue group picks;
 			// several per namespace reach the owner and the other one.
@@ -135,7 +135,7 @@ func TestStaticOwnersAnswerEveryNamespaceThroughEitherWorker(t *testing.T) {
 					var err error
 					hits, err = searchRaw(n.nc, ns)
 					if err != nil && !strings.HasPrefix(err.Error(), "503") {
-						t.Fatalf("search %s through %s: %v", ns, n.cfg.worker, err)
+						t.Fatalf("search %s through %s: %v", ns, n.cfg.Worker, err)
 					}
 					return hits > 0
 				})
@@ -157,17 +157,17 @@ func TestStaticOwnersAnswerEveryNamespaceThroughEitherWorker(t *testing.T) {
 }
 
 // heldBy returns what each node's leaser holds.
-func heldBy(ns ...*node) string {
+func heldBy(ns ...*Node) string {
 	var out []string
 	for _, n := range ns {
-		out = append(out, fmt.Sprintf("%s=%v", n.cfg.worker, n.own.leaser.Held()))
+		out = append(out, fmt.Sprintf("%s=%v", n.cfg.Worker, n.own.leaser.Held()))
 	}
 	return strings.Join(out, " ")
 }
 
 func TestGroupSpreadsAndTakesOverAfterGracefulStop(t *testing.T) {
 	s := natstest.Server(t)
-	group := func(c *serveConfig) { c.group, c.partitions, c.leaseTTL = "g", 8, 1200*time.Millisecond }
+	group := func(c *Config) { c.Group, c.PartitionCount, c.LeaseTTL = "g", 8, 1200*time.Millisecond }
 	a, stopA := clusterNode(t, s, "w1", group)
 	b, _ := clusterNode(t, s, "w2", group)
 	waitUntil(t, 30*time.Second, "partitions spread 4/4", func() bool {
@@ -243,7 +243,7 @@ func TestGroupSpreadsAndTakesOverAfterGracefulStop(t *testing.T) {
 
 func TestGroupTakesOverADeadWorkersPartitionsAfterTheTTL(t *testing.T) {
 	s := natstest.Server(t)
-	group := func(c *serveConfig) { c.group, c.partitions, c.leaseTTL = "g", 4, 1200*time.Millisecond }
+	group := func(c *Config) { c.Group, c.PartitionCount, c.LeaseTTL = "g", 4, 1200*time.Millisecond }
 	a, _ := clusterNode(t, s, "w1", group)
 	b, _ := clusterNode(t, s, "w2", group)
 	waitUntil(t, 30*time.Second, "partitions spread 2/2", func() bool {
@@ -270,36 +270,5 @@ func TestGroupTakesOverADeadWorkersPartitionsAfterTheTTL(t *testing.T) {
 			hits, err := searchRaw(b.nc, ns)
 			return err == nil && hits > 0
 		})
-	}
-}
-
-func TestPrintClusterShowsOwnersReplicasAndOrphans(t *testing.T) {
-	sts := []memindex.StatusResponse{
-		{Worker: "w1", PartitionCount: 3, Partitions: []memindex.PartitionStatus{
-			{Partition: 0, Role: memindex.RoleOwner, State: memindex.StateReady, LeaseValidSeconds: 2.5},
-			{Partition: 1, Role: memindex.RoleReplica, State: memindex.StateCatchingUp, Pending: 40}}},
-		{Worker: "w2", PartitionCount: 3, Partitions: []memindex.PartitionStatus{
-			{Partition: 1, Role: memindex.RoleOwner, State: memindex.StateReady}}},
-	}
-	var b strings.Builder
-	printCluster(&b, sts)
-	out := b.String()
-	if !strings.Contains(out, "cluster: 3 partitions, 2 workers") {
-		t.Errorf("printCluster output lacks the header:\n%s", out)
-	}
-	rows := map[string][]string{}
-	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) > 1 {
-			rows[f[0]] = f[1:]
-		}
-	}
-	for p, want := range map[string][]string{
-		"0": {"w1", "0", "2.5s"},
-		"1": {"w2", "w1", "(catching", "up)", "40", "0"},
-		"2": {"NONE"},
-	} {
-		if got := rows[p]; len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
-			t.Errorf("printCluster row of partition %s = %q, want it to start %q:\n%s", p, got, want, out)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -76,7 +76,7 @@ func consumerPrefix(name string) string {
 // generationSpace reads the vector space a generation's shard files hold.
 func generationSpace(ctx context.Context, dir string, partitions int) (string, int, error) {
 	for p := range partitions {
-		sp, dims, err := store.ReadSpace(ctx, shardPath(dir, p))
+		sp, dims, err := store.ReadSpace(ctx, ShardPath(dir, p))
 		if err != nil || sp != "" {
 			return sp, dims, err
 		}
@@ -109,26 +109,9 @@ func nextGeneration(ctx context.Context, root string, partitions int, space stri
 	return "g" + strconv.Itoa(highest+1), nil
 }
 
-// parseSpace turns a recorded vector space back into provider settings.
-func parseSpace(space string) (providerFlags, error) {
-	base := ""
-	if i := strings.Index(space, "@"); i >= 0 {
-		space, base = space[:i], space[i+1:]
-	}
-	parts := strings.Split(space, "/")
-	if len(parts) < 3 {
-		return providerFlags{}, fmt.Errorf("vector space %q is not provider/model/dims", space)
-	}
-	dims, err := strconv.Atoi(parts[len(parts)-1])
-	if err != nil {
-		return providerFlags{}, fmt.Errorf("vector space %q: %w", space, err)
-	}
-	return providerFlags{name: parts[0], model: strings.Join(parts[1:len(parts)-1], "/"), baseURL: base, dims: dims}, nil
-}
-
 // openGeneration opens the shards of a generation and its worker (started
 // at the applied sequence of each shard, not yet running).
-func (n *node) openGeneration(ctx context.Context, name, space string, dims int, emb embedder.Embedder, ingest embedder.Embedder, embedTimeout time.Duration) (_ *generation, err error) {
+func (n *Node) openGeneration(ctx context.Context, name, space string, dims int, emb embedder.Embedder, ingest embedder.Embedder, embedTimeout time.Duration) (_ *generation, err error) {
 	c := n.cfg
 	g := &generation{name: name, dir: filepath.Join(n.shardRoot(), name), space: space, dims: dims, emb: emb, shards: map[int]*store.Shard{}}
 	defer func() {
@@ -142,11 +125,11 @@ func (n *node) openGeneration(ctx context.Context, name, space string, dims int,
 	owned := n.own.initial // nil in a dynamic group: partitions come with leases
 	seams := make(map[int]consumer.Shard, len(owned))
 	for _, p := range owned {
-		sc := c.shardConfig(dims, space)
+		sc := n.shardConfig(dims, space)
 		sc.OnReindex = reindexProgress(n.log, p)
-		sh, err := store.Open(ctx, shardPath(g.dir, p), sc)
+		sh, err := store.Open(ctx, ShardPath(g.dir, p), sc)
 		if errors.Is(err, store.ErrOldUnits) {
-			return nil, fmt.Errorf("partition %d: %w: a search now returns one message a hit; stop every worker on this data directory and run `memindex rebuild --all --data %s` (the next serve rebuilds each shard from the stream), or `memindex rebuild --partition %d --data %s` for this one", p, err, c.data, p, c.data)
+			return nil, fmt.Errorf("partition %d: %w: a search now returns one message a hit; stop every worker on this data directory and run `memindex rebuild --all --data %s` (the next serve rebuilds each shard from the stream), or `memindex rebuild --partition %d --data %s` for this one", p, err, c.Data, p, c.Data)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("partition %d: %w", p, err)
@@ -155,16 +138,16 @@ func (n *node) openGeneration(ctx context.Context, name, space string, dims int,
 	}
 	g.worker, err = consumer.New(n.js, consumer.Config{
 		Partitions:        owned,
-		Dynamic:           c.group != "",
+		Dynamic:           c.Group != "",
 		ConsumerPrefix:    n.holderPrefix(name),
-		InactiveThreshold: c.consumerInactive,
-		BatchSize:         c.batch,
-		Chunker:           chunker.Config{BudgetTokens: c.chunkTokens, ContextMessages: c.contextMsgs},
+		InactiveThreshold: c.ConsumerInactive,
+		BatchSize:         c.Batch,
+		Chunker:           chunkerConfig(c.ChunkTokens, c.ChunkContext),
 		EmbedTimeout:      embedTimeout,
-		Limits:            c.limits.limits,
+		Limits:            c.Limits,
 		Logger:            n.log.With("generation", name),
 		Metrics:           n.metrics,
-		TracerProvider:    c.tracer,
+		TracerProvider:    c.TracerProvider,
 	}, seams, ingest)
 	if err != nil {
 		return nil, err
@@ -191,7 +174,7 @@ func (g *generation) stop() error {
 	return <-g.done
 }
 
-func (g *generation) closeShards(n *node) {
+func (g *generation) closeShards(n *Node) {
 	for p, sh := range g.shards {
 		if err := sh.Close(context.Background()); err != nil {
 			n.log.Error("close shard", "generation", g.name, "partition", p, "err", err)
@@ -216,7 +199,7 @@ type route struct {
 }
 
 // setRoute points partition p's searches at generation g; genMu is held.
-func (n *node) setRoute(p int, g *generation) {
+func (n *Node) setRoute(p int, g *generation) {
 	sh, ok := g.shards[p]
 	if !ok {
 		return
@@ -239,7 +222,7 @@ func (g *generation) heldPartitions() []int {
 	return out
 }
 
-func (n *node) newest() *generation {
+func (n *Node) newest() *generation {
 	if n.next != nil {
 		return n.next
 	}
@@ -249,7 +232,7 @@ func (n *node) newest() *generation {
 // switchOver moves each partition to the new generation once it has caught
 // up with the serving one and holds every vector, then retires the old
 // generation. It returns when the switch is complete or ctx ends.
-func (n *node) switchOver(ctx context.Context) {
+func (n *Node) switchOver(ctx context.Context) {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -287,7 +270,7 @@ func (n *node) switchOver(ctx context.Context) {
 			n.switched.Add(1)
 			n.log.Info("partition switched to the new vector space", "partition", p, "generation", n.next.name, "space", n.next.space)
 		}
-		if left > 0 || len(held) == 0 && n.cfg.group == "" {
+		if left > 0 || len(held) == 0 && n.cfg.Group == "" {
 			continue
 		}
 		// Searches that started on the old shards finish before they close.
@@ -324,10 +307,10 @@ func (n *node) switchOver(ctx context.Context) {
 	n.genMu.Unlock()
 	n.own.moving.Unlock()
 	old.closeShards(n)
-	for p := range n.cfg.partitions { // every partition: a group member may have held others before
+	for p := range n.partitions { // every partition: a group member may have held others before
 		for _, suffix := range []string{"", "-wal", "-shm"} {
-			if err := os.Remove(shardPath(old.dir, p) + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-				n.log.Warn("remove an old shard file", "path", shardPath(old.dir, p)+suffix, "err", err)
+			if err := os.Remove(ShardPath(old.dir, p) + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+				n.log.Warn("remove an old shard file", "path", ShardPath(old.dir, p)+suffix, "err", err)
 			}
 		}
 	}
@@ -339,7 +322,7 @@ func (n *node) switchOver(ctx context.Context) {
 
 // allSwitched reports whether every partition the new generation holds
 // routes to it.
-func (n *node) allSwitched() bool {
+func (n *Node) allSwitched() bool {
 	n.genMu.RLock()
 	defer n.genMu.RUnlock()
 	for _, p := range n.next.heldPartitions() {
@@ -351,7 +334,7 @@ func (n *node) allSwitched() bool {
 }
 
 // switchStatus reports a switch in progress, or nil.
-func (n *node) switchStatus(ctx context.Context) *memindex.SwitchStatus {
+func (n *Node) switchStatus(ctx context.Context) *memindex.SwitchStatus {
 	n.genMu.RLock()
 	old, next := n.serving, n.next
 	n.genMu.RUnlock()
@@ -375,12 +358,12 @@ func (n *node) switchStatus(ctx context.Context) *memindex.SwitchStatus {
 		Switched: int(n.switched.Load()), Progress: progress}
 }
 
-func (n *node) shardRoot() string { return filepath.Join(n.cfg.data, "shards") }
+func (n *Node) shardRoot() string { return filepath.Join(n.cfg.Data, "shards") }
 
 // openGenerations opens the serving generation and, when the configured
 // embedder's vector space differs from the one the shards hold, a new one
 // to build; it sets each partition's route.
-func (n *node) openGenerations(ctx, sctx context.Context, info embedder.Info) error {
+func (n *Node) openGenerations(ctx, sctx context.Context, info embedder.Info) error {
 	root := n.shardRoot()
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return fmt.Errorf("shard directory: %w", err)
@@ -394,10 +377,10 @@ func (n *node) openGenerations(ctx, sctx context.Context, info embedder.Info) er
 			}
 		}
 	})
-	space := vectorSpace(info)
-	timeout := map[bool]time.Duration{true: 5 * time.Second, false: 2 * time.Second}[info.Provider == "builtin"]
+	space := embedder.Space(info)
+	timeout := embedTimeout(info)
 	active := readActive(root)
-	oldSpace, oldDims, err := generationSpace(ctx, filepath.Join(root, active), n.cfg.partitions)
+	oldSpace, oldDims, err := generationSpace(ctx, filepath.Join(root, active), n.partitions)
 	if err != nil {
 		return err
 	}
@@ -416,11 +399,12 @@ func (n *node) openGenerations(ctx, sctx context.Context, info embedder.Info) er
 			},
 			Desc: embedder.Info{Provider: "unavailable", Dims: oldDims},
 		}
-		if pf, perr := parseSpace(oldSpace); perr == nil {
-			pf.timeout, pf.retries = n.cfg.provider.timeout, n.cfg.provider.retries
-			if e, _, eerr := newEmbedder(pf); eerr == nil {
-				c := embedder.NewCached(embedder.NewBatched(e, embedder.PoolConfig{BatchSize: n.cfg.embedBatch, Concurrency: n.cfg.embedConc}), n.cache)
-				oldEmb, oldIngest = c, c
+		if pf, perr := embedder.ParseSpace(oldSpace); perr == nil {
+			// The same stack as the serving embedder's: rate limit,
+			// breaker, batches, cache.
+			pf.Timeout, pf.Retries, pf.Keys = n.cfg.Embedder.Timeout, n.cfg.Embedder.Retries, n.cfg.Embedder.Keys
+			if st, eerr := n.newStack(pf); eerr == nil {
+				oldEmb, oldIngest = st, st
 			} else {
 				n.log.Warn("the previous embedder cannot be built; its shards serve keywords only until the switch", "space", oldSpace, "err", eerr)
 			}
@@ -428,7 +412,7 @@ func (n *node) openGenerations(ctx, sctx context.Context, info embedder.Info) er
 		if n.serving, err = n.openGeneration(sctx, active, oldSpace, oldDims, oldEmb, oldIngest, timeout); err != nil {
 			return err
 		}
-		name, err := nextGeneration(ctx, root, n.cfg.partitions, space)
+		name, err := nextGeneration(ctx, root, n.partitions, space)
 		if err != nil {
 			return err
 		}
@@ -438,7 +422,7 @@ func (n *node) openGenerations(ctx, sctx context.Context, info embedder.Info) er
 		n.log.Info("embedder changed: serving the old vectors while a new vector set is built from the stream",
 			"from", oldSpace, "to", space, "generation", name)
 	}
-	n.routes = make([]atomic.Pointer[route], n.cfg.partitions)
+	n.routes = make([]atomic.Pointer[route], n.partitions)
 	n.genMu.RLock()
 	for _, p := range n.own.initial {
 		n.setRoute(p, n.serving)
@@ -448,27 +432,35 @@ func (n *node) openGenerations(ctx, sctx context.Context, info embedder.Info) er
 }
 
 // shardsNow returns the serving generation's shards.
-func (n *node) shardsNow() map[int]*store.Shard {
+func (n *Node) shardsNow() map[int]*store.Shard {
 	n.genMu.RLock()
 	defer n.genMu.RUnlock()
 	return maps.Clone(n.serving.shards)
 }
 
 // switching reports whether a new vector set is being built.
-func (n *node) switching() bool {
+func (n *Node) switching() bool {
 	n.genMu.RLock()
 	defer n.genMu.RUnlock()
 	return n.next != nil
 }
 
-// contextMessages maps the --chunk-context flag (0: none) to
-// serveConfig.contextMsgs, which is chunker.Config.ContextMessages (0: the
-// default, negative: none).
-func contextMessages(flag int) int {
-	if flag <= 0 {
-		return -1
+// embedTimeout is how long a batch waits for its vectors inline before the
+// backfill takes over: the built-in embedder is local and never down.
+func embedTimeout(info embedder.Info) time.Duration {
+	if info.Provider == "builtin" {
+		return 5 * time.Second
 	}
-	return flag
+	return 2 * time.Second
+}
+
+// chunkerConfig is the chunker configuration of --chunk-tokens and
+// --chunk-context (0: no context, which chunker.Config spells negative).
+func chunkerConfig(tokens, contextMsgs int) chunker.Config {
+	if contextMsgs <= 0 {
+		contextMsgs = -1
+	}
+	return chunker.Config{BudgetTokens: tokens, ContextMessages: contextMsgs}
 }
 
 // reindexProgress logs the keyword re-index a shard runs at Open after a

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -178,14 +178,14 @@ func isBusy(err error) bool {
 // statusCollector turns the node's status into gauges at scrape time:
 // nothing is counted twice and nothing is kept between scrapes.
 type statusCollector struct {
-	n *node
+	n *Node
 
 	pending, ackPending, applied, waiting, wal, dlq *prometheus.Desc
 	cacheHits, cacheMisses, breaker                 *prometheus.Desc
 	memLimit, memHeap, memRSS, memSQLite, indexes   *prometheus.Desc
 }
 
-func newStatusCollector(n *node) *statusCollector {
+func newStatusCollector(n *Node) *statusCollector {
 	part := []string{labelPartition}
 	return &statusCollector{
 		n:          n,

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // partitions serve at once.
 func TestStaticOwnerServesARebuildingPartitionOnceCaughtUp(t *testing.T) {
 	dir := t.TempDir()
-	cfg := testServeConfig(dir)
+	cfg := testConfig(dir)
 	n, stop := runTestNode(t, cfg, nil)
 	js, err := jetstream.New(n.nc)
 	if err != nil {
@@ -40,8 +40,8 @@ func TestStaticOwnerServesARebuildingPartitionOnceCaughtUp(t *testing.T) {
 		}
 		return msgs == int64(len(namespaces))
 	})
-	lost := memindex.Partition(namespaces[0], cfg.partitions)
-	path := shardPath(n.serving.dir, lost)
+	lost := memindex.Partition(namespaces[0], cfg.PartitionCount)
+	path := ShardPath(n.serving.dir, lost)
 	stop()
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {
@@ -50,11 +50,11 @@ func TestStaticOwnerServesARebuildingPartitionOnceCaughtUp(t *testing.T) {
 	}
 
 	// Started, not yet running: nothing of the lost partition is applied.
-	n, err = startNode(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	n, err = Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
-		t.Fatalf("startNode: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
-	for p := range cfg.partitions {
+	for p := range cfg.PartitionCount {
 		if got, want := n.holds(p), p != lost; got != want {
 			t.Fatalf("partition %d serving=%v before the rebuild, want %v (partition %d lost its shard)", p, got, want, lost)
 		}
@@ -71,7 +71,7 @@ func TestStaticOwnerServesARebuildingPartitionOnceCaughtUp(t *testing.T) {
 	}
 	for _, ns := range namespaces {
 		hits, err := searchRaw(n.nc, ns)
-		switch p := memindex.Partition(ns, cfg.partitions); {
+		switch p := memindex.Partition(ns, cfg.PartitionCount); {
 		case p == lost && (err == nil || !strings.HasPrefix(err.Error(), "503") || !strings.Contains(err.Error(), "catching up")):
 			t.Fatalf("search %s of the rebuilding partition %d: %d hits, %v; want a 503 that says it is catching up", ns, p, hits, err)
 		case p != lost && (err != nil || hits == 0):
@@ -81,7 +81,7 @@ func TestStaticOwnerServesARebuildingPartitionOnceCaughtUp(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- n.run(ctx) }()
+	go func() { done <- n.Run(ctx) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -18,17 +18,17 @@ import (
 	"memindex/client"
 )
 
-func startCfg(t *testing.T, dir string, dims int) (*node, func()) {
+func startCfg(t *testing.T, dir string, dims int) (*Node, func()) {
 	t.Helper()
-	cfg := serveConfig{listen: "127.0.0.1:-1", data: dir, partitions: 4, provider: providerFlags{name: "builtin", dims: dims},
-		batch: 200, embedBatch: 64, embedConc: 2, chunkTokens: 120, worker: "switch", maxPending: 64}
-	n, err := startNode(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	cfg := testConfig(dir)
+	cfg.PartitionCount, cfg.Embedder.Dims, cfg.Batch, cfg.ChunkTokens, cfg.Worker = 4, dims, 200, 120, "switch"
+	n, err := Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
-		t.Fatalf("startNode(dims %d): %v", dims, err)
+		t.Fatalf("Open(dims %d): %v", dims, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- n.run(ctx) }()
+	go func() { done <- n.Run(ctx) }()
 	var once sync.Once
 	stop := func() { once.Do(func() { cancel(); <-done }) }
 	t.Cleanup(stop)
@@ -59,7 +59,7 @@ func TestEmbedderChangeWithoutDowntime(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	count := func(n *node) (msgs, waiting int64) {
+	count := func(n *Node) (msgs, waiting int64) {
 		for _, sh := range n.shardsNow() {
 			st, err := sh.Stats(context.Background())
 			if err != nil {
@@ -121,7 +121,7 @@ func TestEmbedderChangeWithoutDowntime(t *testing.T) {
 	if got := readActive(filepath.Join(dir, "shards")); got == "." {
 		t.Fatal("ACTIVE still names the first generation after the switch")
 	}
-	if _, err := os.Stat(shardPath(filepath.Join(dir, "shards"), 0)); !os.IsNotExist(err) {
+	if _, err := os.Stat(ShardPath(filepath.Join(dir, "shards"), 0)); !os.IsNotExist(err) {
 		t.Fatalf("old shard file still there after the switch: %v", err)
 	}
 	resp, err := cl.Search(context.Background(), memindex.SearchRequest{Namespace: "gamma", Query: "tides"})

@@ -1,0 +1,5 @@
+// Package secret reads secrets from the environment: a variable holding the
+// value, or NAME_FILE naming a file that holds it (a mounted secret); cmd
+// reads NATS passwords and tokens and provider API keys with it. It must
+// never log a secret or return one inside an error.
+package secret

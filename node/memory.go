@@ -1,0 +1,74 @@
+package node
+
+import (
+	"fmt"
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+
+	"memindex"
+	"memindex/store"
+)
+
+// applyMemoryLimit derives the shards' SQLite page caches and the Go
+// heap's soft limit from --memory-limit for a worker that may hold all P
+// partitions (store.MemoryBudget); no limit keeps the store's defaults.
+func (n *Node) applyMemoryLimit() error {
+	if n.cfg.MemoryLimit <= 0 {
+		return nil
+	}
+	kib, sqlite, goLimit, err := store.MemoryBudget(n.cfg.MemoryLimit, n.partitions, 0)
+	if err != nil {
+		return fmt.Errorf("--memory-limit (MEMINDEX_MEMORY_LIMIT): %w", err)
+	}
+	n.shardCacheKiB, n.sqliteCacheBytes, n.goMemLimit = kib, sqlite, goLimit
+	debug.SetMemoryLimit(goLimit)
+	return nil
+}
+
+// shardConfig is the store configuration of the worker's shards.
+func (n *Node) shardConfig(dims int, space string) store.Config {
+	sc := store.Config{Dims: dims, Space: space, NoSqliteVec: !n.cfg.SQLiteVec}
+	if n.cfg.MemoryLimit > 0 {
+		sc.CacheKiB, sc.MmapBytes = n.shardCacheKiB, -1
+	}
+	return sc
+}
+
+// memoryStatus reads the worker's memory for status.
+func (n *Node) memoryStatus(parts []memindex.PartitionStatus) *memindex.MemoryStatus {
+	ms := &memindex.MemoryStatus{LimitBytes: n.cfg.MemoryLimit, GoLimitBytes: n.goMemLimit, SQLiteCacheBytes: n.sqliteCacheBytes}
+	if n.cfg.MemoryLimit <= 0 {
+		ms.GoLimitBytes = 0
+		ms.SQLiteCacheBytes = int64(len(parts)) * (store.Config{Dims: 1}).CacheBytes()
+	}
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() == metrics.KindUint64 {
+		ms.HeapBytes = int64(sample[0].Value.Uint64())
+	}
+	for _, p := range parts {
+		ms.IndexBytes += p.KeywordIndexBytes + p.VectorIndexBytes
+	}
+	ms.RSSBytes = rssBytes()
+	return ms
+}
+
+// rssBytes is the process's resident set from /proc (0 elsewhere).
+func rssBytes() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * int64(os.Getpagesize())
+}
