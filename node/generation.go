@@ -422,6 +422,9 @@ func (n *Node) openGenerations(ctx, sctx context.Context, info embedder.Info) er
 		n.log.Info("embedder changed: serving the old vectors while a new vector set is built from the stream",
 			"from", oldSpace, "to", space, "generation", name)
 	}
+	if err := n.waitSegmenter(ctx, n.shardsNow()); err != nil {
+		return err
+	}
 	n.routes = make([]atomic.Pointer[route], n.partitions)
 	n.genMu.RLock()
 	for _, p := range n.own.initial {
@@ -469,4 +472,36 @@ func reindexProgress(log *slog.Logger, p int) func(done, total int64) {
 	return func(done, total int64) {
 		log.Info("re-indexing keywords (tokenizer or schema change)", "partition", p, "done", done, "total", total)
 	}
+}
+
+// segmenterWait bounds how long a partition waits for the Chinese
+// dictionary before it is served anyway (its Han searches then wait for the
+// load within their own deadline).
+const segmenterWait = 30 * time.Second
+
+// waitSegmenter waits until the Chinese dictionary is loaded when one of
+// shards holds Han text (store loads it in the background from Open), so
+// that the first Chinese search after a start, or after a partition is
+// gained, does not wait for it. It fails only when ctx ends.
+func (n *Node) waitSegmenter(ctx context.Context, shards map[int]*store.Shard) error {
+	wctx, cancel := context.WithTimeout(ctx, segmenterWait)
+	defer cancel()
+	for p, sh := range shards {
+		if sh == nil {
+			continue
+		}
+		start := time.Now()
+		err := sh.WaitSegmenter(wctx)
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			n.log.Warn("Chinese dictionary not loaded yet; serving the partition anyway", "partition", p, "err", err)
+			return nil
+		}
+		if d := time.Since(start); d > 10*time.Millisecond {
+			n.log.Info("Chinese dictionary loaded before serving", "partition", p, "waited", d.Round(time.Millisecond))
+		}
+	}
+	return nil
 }

@@ -235,6 +235,13 @@ func (n *Node) gain(ctx context.Context, p int, owner bool, fence time.Time) err
 		n.genMu.Unlock()
 		added = append(added, g)
 	}
+	n.genMu.RLock()
+	serving := map[int]*store.Shard{p: n.serving.shards[p]}
+	n.genMu.RUnlock()
+	if err := n.waitSegmenter(ctx, serving); err != nil {
+		undo()
+		return fmt.Errorf("gain partition %d: %w", p, err)
+	}
 	n.own.owner[p].Store(owner)
 	n.genMu.RLock()
 	n.setRoute(p, n.serving)

@@ -375,6 +375,10 @@ func (s *Shard) WaitSegmenter(ctx context.Context) error {
 	return nil
 }
 
+// SegmenterLoaded reports whether this process has loaded the Chinese
+// dictionary (it is never unloaded).
+func SegmenterLoaded() bool { return han.dict.Load() != nil }
+
 // hanGlob is a GLOB pattern matching text with a character of the Han
 // script (a superset of classHan: holdsHan checks each match).
 var hanGlob = func() string {
