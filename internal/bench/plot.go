@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -41,7 +41,7 @@ var plotPalette = color.Palette{
 
 const (
 	colBG, colInk, colGrid, colFirstSeries = 0, 1, 2, 3
-	panelW, panelH                         = 480, 330
+	PanelWidth, PanelHeight                = 480, 330
 	marginL, marginR, marginT, marginB     = 64, 12, 30, 34
 	fontScale                              = 2
 )
@@ -49,10 +49,10 @@ const (
 // writePlot draws panels two to a row and encodes the PNG to w.
 func writePlot(w io.Writer, title string, panels []plotPanel) error {
 	rows := (len(panels) + 1) / 2
-	img := image.NewPaletted(image.Rect(0, 0, 2*panelW, rows*panelH+24), plotPalette)
+	img := image.NewPaletted(image.Rect(0, 0, 2*PanelWidth, rows*PanelHeight+24), plotPalette)
 	plotText(img, 8, 6, title, colInk)
 	for i, p := range panels {
-		plotDrawPanel(img, (i%2)*panelW, 24+(i/2)*panelH, p)
+		plotDrawPanel(img, (i%2)*PanelWidth, 24+(i/2)*PanelHeight, p)
 	}
 	return png.Encode(w, img)
 }
@@ -67,10 +67,10 @@ func plotDrawPanel(img *image.Paletted, ox, oy int, p plotPanel) {
 			}
 		}
 	}
-	x0, y0 := ox+marginL, oy+panelH-marginB // plot origin (bottom left)
-	pw, ph := panelW-marginL-marginR, panelH-marginT-marginB
+	x0, y0 := ox+marginL, oy+PanelHeight-marginB // plot origin (bottom left)
+	pw, ph := PanelWidth-marginL-marginR, PanelHeight-marginT-marginB
 	if len(xs) == 0 {
-		plotText(img, x0+10, oy+panelH/2, "NO DATA", colInk)
+		plotText(img, x0+10, oy+PanelHeight/2, "NO DATA", colInk)
 		return
 	}
 	xlo, xhi := plotLogRange(xs)

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -51,14 +51,14 @@ const (
 
 // Variant names, in the order they appear in tables.
 const (
-	variantMemindex = "memindex"
-	variantVec0     = "vec0"
-	variantJSON     = "json-scan"
-	variantGoScan   = "go-scan"
+	VariantMemindex = "memindex"
+	VariantVec0     = "vec0"
+	VariantJSON     = "json-scan"
+	VariantGoScan   = "go-scan"
 )
 
-// vectorFigure is one variant at one corpus size.
-type vectorFigure struct {
+// VectorFigure is one variant at one corpus size.
+type VectorFigure struct {
 	Size    int    `json:"size"`
 	Variant string `json:"variant"`
 	// Queries is how many timed queries ran (fewer than asked when the
@@ -81,8 +81,8 @@ type vectorFigure struct {
 	Data string `json:"data,omitempty"`
 }
 
-// vectorBenchConfig is what the vector suite runs.
-type vectorBenchConfig struct {
+// VectorConfig is what the vector suite runs.
+type VectorConfig struct {
 	Sizes   []int
 	Queries int
 	// Budget bounds the timed queries of one variant at one size: a variant
@@ -115,16 +115,16 @@ type vecVariant struct {
 	close  func() error
 }
 
-// runVectorSuite builds (or reuses) the data of each size and measures the
+// RunVectorSuite builds (or reuses) the data of each size and measures the
 // four variants on it.
-func runVectorSuite(ctx context.Context, cfg vectorBenchConfig) ([]vectorFigure, error) {
+func RunVectorSuite(ctx context.Context, cfg VectorConfig) ([]VectorFigure, error) {
 	if cfg.Data == "" {
 		cfg.Data = cmp.Or(os.Getenv("MEMINDEX_BENCH_VECTOR_DATA"), vecDataRandom)
 	}
 	if cfg.Data != vecDataRandom && cfg.Data != vecDataText {
 		return nil, fmt.Errorf("vector suite: data %q: want %s or %s", cfg.Data, vecDataRandom, vecDataText)
 	}
-	var out []vectorFigure
+	var out []VectorFigure
 	for _, size := range cfg.Sizes {
 		figs, err := benchVectorSize(ctx, cfg, size)
 		if err != nil {
@@ -159,7 +159,7 @@ func benchVectors(seed uint64, n int) []float32 {
 // vectorData returns size corpus vectors and nq query vectors of the kind
 // cfg.Data names, row-major: seeded random unit vectors, or the built-in
 // embedder's vectors of generated text (vectorTextData).
-func vectorData(ctx context.Context, cfg vectorBenchConfig, size, nq int) (data, queries []float32, err error) {
+func vectorData(ctx context.Context, cfg VectorConfig, size, nq int) (data, queries []float32, err error) {
 	if cfg.Data == vecDataText {
 		return vectorTextData(ctx, cfg.Seed, size, nq)
 	}
@@ -216,7 +216,7 @@ func vectorTextData(ctx context.Context, seed uint64, size, nq int) (data, queri
 	return data, queries, nil
 }
 
-func benchVectorSize(ctx context.Context, cfg vectorBenchConfig, size int) ([]vectorFigure, error) {
+func benchVectorSize(ctx context.Context, cfg VectorConfig, size int) ([]VectorFigure, error) {
 	name := fmt.Sprintf("vector-%d", size)
 	if cfg.Data != vecDataRandom {
 		name = fmt.Sprintf("vector-%s-%d", cfg.Data, size)
@@ -226,9 +226,9 @@ func benchVectorSize(ctx context.Context, cfg vectorBenchConfig, size int) ([]ve
 		return nil, err
 	}
 
-	figs := map[string]*vectorFigure{}
-	fig := func(name string, threads int) *vectorFigure {
-		f := &vectorFigure{Size: size, Variant: name, Threads: threads, Data: cfg.Data}
+	figs := map[string]*VectorFigure{}
+	fig := func(name string, threads int) *VectorFigure {
+		f := &VectorFigure{Size: size, Variant: name, Threads: threads, Data: cfg.Data}
 		figs[name] = f
 		return f
 	}
@@ -243,7 +243,7 @@ func benchVectorSize(ctx context.Context, cfg vectorBenchConfig, size int) ([]ve
 	}
 	warm, timed := queries[:8*vecDims], queries[8*vecDims:]
 	goscan := goScanVariant(data)
-	gf := fig(variantGoScan, goscan.threads)
+	gf := fig(VariantGoScan, goscan.threads)
 	gf.LoadSeconds = time.Since(t0).Seconds()
 
 	if err := buildVectorFiles(ctx, cfg, dir, size, data); err != nil {
@@ -269,7 +269,7 @@ func benchVectorSize(ctx context.Context, cfg vectorBenchConfig, size int) ([]ve
 			}
 		}
 	}()
-	n := map[string]int{variantGoScan: cfg.Queries}
+	n := map[string]int{VariantGoScan: cfg.Queries}
 	lat := map[string][]float64{}
 	hits := map[string]int{}
 	for _, v := range variants[:3] {
@@ -347,7 +347,7 @@ func benchVectorSize(ctx context.Context, cfg vectorBenchConfig, size int) ([]ve
 			hits[v.name] += overlap(got, exact)
 		}
 	}
-	out := make([]vectorFigure, 0, len(variants))
+	out := make([]VectorFigure, 0, len(variants))
 	for _, v := range variants {
 		f := figs[v.name]
 		l := lat[v.name]
@@ -385,7 +385,7 @@ func benchPercentile(sorted []float64, p float64) float64 {
 
 // buildVectorFiles writes the three files of dir from data unless a
 // previous run finished them for the same size, seed and layout.
-func buildVectorFiles(ctx context.Context, cfg vectorBenchConfig, dir string, size int, data []float32) error {
+func buildVectorFiles(ctx context.Context, cfg VectorConfig, dir string, size int, data []float32) error {
 	marker := filepath.Join(dir, "READY")
 	want := fmt.Sprintf("%s size=%d seed=%d dims=%d\n", vecDataVersion, size, cfg.Seed, vecDims)
 	if cfg.Data != vecDataRandom {
@@ -516,7 +516,7 @@ func fillTable(ctx context.Context, path, create, insert string, size int, row f
 // query engine's vector leg does (the int8 index loaded at Open, the best
 // candidates rescored with their float32 vectors from vec0).
 func memindexVariant(dir string, size int) *vecVariant {
-	v := &vecVariant{name: variantMemindex, path: filepath.Join(dir, "memindex.db"), threads: scanThreads(size)}
+	v := &vecVariant{name: VariantMemindex, path: filepath.Join(dir, "memindex.db"), threads: scanThreads(size)}
 	var sh *store.Shard
 	v.load = func(ctx context.Context) error {
 		var err error
@@ -547,7 +547,7 @@ func memindexVariant(dir string, size int) *vecVariant {
 
 // vec0Variant asks sqlite-vec for the k nearest rows of the whole table.
 func vec0Variant(dir string) *vecVariant {
-	v := &vecVariant{name: variantVec0, path: filepath.Join(dir, "vec0.db"), threads: 1}
+	v := &vecVariant{name: VariantVec0, path: filepath.Join(dir, "vec0.db"), threads: 1}
 	var db *sql.DB
 	var st *sql.Stmt
 	v.load = func(ctx context.Context) error {
@@ -592,7 +592,7 @@ func vec0Variant(dir string) *vecVariant {
 // keeps the best vecK by a plain dot-product loop: what an application that
 // keeps vectors as JSON does.
 func jsonVariant(dir string) *vecVariant {
-	v := &vecVariant{name: variantJSON, path: filepath.Join(dir, "json.db"), threads: 1}
+	v := &vecVariant{name: VariantJSON, path: filepath.Join(dir, "json.db"), threads: 1}
 	var db *sql.DB
 	v.load = func(ctx context.Context) error {
 		var err error
@@ -642,7 +642,7 @@ func jsonVariant(dir string) *vecVariant {
 func goScanVariant(data []float32) *vecVariant {
 	n := len(data) / vecDims
 	parts := scanThreads(n)
-	v := &vecVariant{name: variantGoScan, threads: parts}
+	v := &vecVariant{name: VariantGoScan, threads: parts}
 	v.search = func(_ context.Context, q []float32) ([]int64, error) {
 		tops := make([]topN, parts)
 		step := (n + parts - 1) / parts
@@ -759,7 +759,7 @@ func benchBytes(n int64) string {
 }
 
 // writeVectorTable prints the vector figures as a markdown table.
-func writeVectorTable(w io.Writer, figs []vectorFigure) {
+func writeVectorTable(w io.Writer, figs []VectorFigure) {
 	fmt.Fprintln(w, "| vectors | variant | threads | queries | p50 ms | p99 ms | recall@10 | on disk | RSS growth | load s | data |")
 	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, f := range figs {
