@@ -1,36 +1,53 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
-	"image"
 	"image/color"
-	"image/png"
 	"io"
 	"math"
 	"slices"
 	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// The growth plot is drawn with the standard library only: log-log line
-// charts of each figure against corpus size, labelled with a 3×5 pixel font.
+// The growth plot: log-log charts of each figure against corpus size, two
+// panels to a row, drawn with gonum.org/v1/plot (fonts, axes, ticks and
+// legends come with it).
 
-// plotSeries is one line of a panel: Y against X, both positive.
+// plotSeries is one line of a panel: Y against X, both positive (other
+// points are left out).
 type plotSeries struct {
 	Name string
 	X, Y []float64
 }
 
-// plotPanel is one chart; XLabel names its x axis (default CHUNKS).
+// plotPanel is one chart; XLabel names its x axis (default chunks).
 type plotPanel struct {
 	Title  string
 	XLabel string
+	YLabel string
 	Series []plotSeries
 }
 
-var plotPalette = color.Palette{
-	color.RGBA{255, 255, 255, 255}, // background
-	color.RGBA{0, 0, 0, 255},       // text, axes
-	color.RGBA{220, 220, 220, 255}, // grid
+const (
+	// PanelWidth and PanelHeight are the size of one panel of growth.png,
+	// in pixels; the image is two panels wide, a row of panels per two,
+	// under a title band of plotTitleHeight pixels.
+	PanelWidth, PanelHeight = 480, 330
+	plotTitleHeight         = 28
+	plotDPI                 = 96
+)
+
+// seriesColors are the series' colours, in order (then again).
+var seriesColors = []color.Color{
 	color.RGBA{31, 119, 180, 255},
 	color.RGBA{214, 39, 40, 255},
 	color.RGBA{44, 160, 44, 255},
@@ -39,108 +56,111 @@ var plotPalette = color.Palette{
 	color.RGBA{140, 86, 75, 255},
 }
 
-const (
-	colBG, colInk, colGrid, colFirstSeries = 0, 1, 2, 3
-	PanelWidth, PanelHeight                = 480, 330
-	marginL, marginR, marginT, marginB     = 64, 12, 30, 34
-	fontScale                              = 2
-)
+// pixels is n pixels of growth.png as a length.
+func pixels(n int) vg.Length { return vg.Length(n) * vg.Inch / plotDPI }
 
-// writePlot draws panels two to a row and encodes the PNG to w.
+// writePlot draws panels two to a row under title and encodes the PNG to w.
 func writePlot(w io.Writer, title string, panels []plotPanel) error {
 	rows := (len(panels) + 1) / 2
-	img := image.NewPaletted(image.Rect(0, 0, 2*PanelWidth, rows*PanelHeight+24), plotPalette)
-	plotText(img, 8, 6, title, colInk)
+	c := vgimg.NewWith(vgimg.UseWH(pixels(2*PanelWidth), pixels(rows*PanelHeight+plotTitleHeight)),
+		vgimg.UseDPI(plotDPI), vgimg.UseBackgroundColor(color.White))
+	dc := draw.New(c)
+	dc.FillText(text.Style{Color: color.Black, Font: font.From(plot.DefaultFont, 13), YAlign: draw.YCenter, Handler: plot.DefaultTextHandler},
+		vg.Point{X: pixels(8), Y: dc.Max.Y - pixels(plotTitleHeight/2)}, title)
+	tiles := draw.Tiles{Rows: max(rows, 1), Cols: 2, PadTop: pixels(plotTitleHeight)}
 	for i, p := range panels {
-		plotDrawPanel(img, (i%2)*PanelWidth, 24+(i/2)*PanelHeight, p)
+		pl, err := panelPlot(p)
+		if err != nil {
+			return fmt.Errorf("panel %q: %w", p.Title, err)
+		}
+		pl.Draw(draw.Crop(tiles.At(dc, i%2, i/2), pixels(6), -pixels(10), pixels(4), -pixels(6)))
 	}
-	return png.Encode(w, img)
+	_, err := vgimg.PngCanvas{Canvas: c}.WriteTo(w)
+	return err
 }
 
-func plotDrawPanel(img *image.Paletted, ox, oy int, p plotPanel) {
-	plotText(img, ox+marginL, oy+8, p.Title, colInk)
+// panelPlot is p as a log-log plot with a line and points per series and
+// a legend of them.
+func panelPlot(p plotPanel) (*plot.Plot, error) {
+	pl := plot.New()
+	pl.Title.Text = p.Title
+	pl.X.Label.Text = cmp.Or(p.XLabel, "chunks")
+	pl.Y.Label.Text = p.YLabel
+	pl.X.Scale, pl.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	pl.X.Tick.Marker, pl.Y.Tick.Marker = logTicks{}, logTicks{}
+	pl.Legend.Top, pl.Legend.Left = true, true
+	pl.Legend.TextStyle.Font.Size = vg.Points(8)
+	grid := plotter.NewGrid()
+	grid.Vertical.Color, grid.Horizontal.Color = color.Gray{Y: 220}, color.Gray{Y: 220}
+	pl.Add(grid)
 	var xs, ys []float64
-	for _, s := range p.Series {
-		for i := range s.X {
-			if s.X[i] > 0 && s.Y[i] > 0 {
-				xs, ys = append(xs, s.X[i]), append(ys, s.Y[i])
+	for i, s := range p.Series {
+		var xy plotter.XYs
+		for j := range s.X {
+			if j < len(s.Y) && s.X[j] > 0 && s.Y[j] > 0 {
+				xy = append(xy, plotter.XY{X: s.X[j], Y: s.Y[j]})
+				xs, ys = append(xs, s.X[j]), append(ys, s.Y[j])
 			}
 		}
-	}
-	x0, y0 := ox+marginL, oy+PanelHeight-marginB // plot origin (bottom left)
-	pw, ph := PanelWidth-marginL-marginR, PanelHeight-marginT-marginB
-	if len(xs) == 0 {
-		plotText(img, x0+10, oy+PanelHeight/2, "NO DATA", colInk)
-		return
-	}
-	xlo, xhi := plotLogRange(xs)
-	ylo, yhi := plotLogRange(ys)
-	px := func(x float64) int { return x0 + int(math.Round((math.Log10(x)-xlo)/(xhi-xlo)*float64(pw))) }
-	py := func(y float64) int { return y0 - int(math.Round((math.Log10(y)-ylo)/(yhi-ylo)*float64(ph))) }
-	// Grid and tick labels at 1, 2, 5 × powers of ten.
-	for e := math.Floor(ylo); e <= yhi; e++ {
-		for _, m := range []float64{1, 2, 5} {
-			v := m * math.Pow(10, e)
-			if l := math.Log10(v); l < ylo-1e-9 || l > yhi+1e-9 || (m != 1 && yhi-ylo > 3) {
-				continue
-			}
-			y := py(v)
-			plotHLine(img, x0, x0+pw, y, colGrid)
-			lbl := plotTick(v)
-			plotText(img, x0-4-plotTextWidth(lbl), y-5, lbl, colInk)
-		}
-	}
-	for e := math.Floor(xlo); e <= xhi; e++ {
-		v := math.Pow(10, e)
-		if l := math.Log10(v); l < xlo-1e-9 || l > xhi+1e-9 {
+		if len(xy) == 0 {
 			continue
 		}
-		x := px(v)
-		plotVLine(img, x, y0-ph, y0, colGrid)
-		lbl := plotTick(v)
-		plotText(img, x-plotTextWidth(lbl)/2, y0+6, lbl, colInk)
+		line, points, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return nil, err
+		}
+		c := seriesColors[i%len(seriesColors)]
+		line.Color, line.Width = c, vg.Points(1.5)
+		points.Color, points.Shape, points.Radius = c, draw.CircleGlyph{}, vg.Points(2.5)
+		pl.Add(line, points)
+		pl.Legend.Add(s.Name, line, points)
 	}
-	plotHLine(img, x0, x0+pw, y0, colInk)
-	plotVLine(img, x0, y0-ph, y0, colInk)
-	xl := p.XLabel
-	if xl == "" {
-		xl = "CHUNKS"
+	if len(xs) == 0 {
+		pl.Title.Text += " (no data)"
+		xs, ys = []float64{1}, []float64{1}
 	}
-	plotText(img, x0+pw/2-plotTextWidth(xl)/2, y0+20, xl, colInk)
-	for i, s := range p.Series {
-		c := uint8(colFirstSeries + i%(len(plotPalette)-colFirstSeries))
-		var lx, ly int
-		first := true
-		for j := range s.X {
-			if s.X[j] <= 0 || s.Y[j] <= 0 {
+	pl.X.Min, pl.X.Max = logRange(xs)
+	pl.Y.Min, pl.Y.Max = logRange(ys)
+	return pl, nil
+}
+
+// logRange returns bounds that hold every value of v, padded by 8 % of
+// the range in log10, and at least one decade wide.
+func logRange(v []float64) (lo, hi float64) {
+	l, h := math.Log10(slices.Min(v)), math.Log10(slices.Max(v))
+	if h-l < 1 {
+		mid := (l + h) / 2
+		l, h = mid-0.5, mid+0.5
+	}
+	pad := (h - l) * 0.08
+	return math.Pow(10, l-pad), math.Pow(10, h+pad)
+}
+
+// logTicks marks 1, 2 and 5 times the powers of ten with labels (only 1
+// over more than three decades) and the other multiples without.
+type logTicks struct{}
+
+// Ticks returns the ticks between lo and hi.
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	wide := math.Log10(hi)-math.Log10(lo) > 3
+	var out []plot.Tick
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+		for m := 1.0; m < 10; m++ {
+			v := m * math.Pow(10, e)
+			if v < lo || v > hi {
 				continue
 			}
-			x, y := px(s.X[j]), py(s.Y[j])
-			plotRect(img, x-3, y-3, x+3, y+3, c)
-			if !first {
-				plotLine(img, lx, ly, x, y, c)
+			t := plot.Tick{Value: v}
+			if m == 1 || (!wide && (m == 2 || m == 5)) {
+				t.Label = plotTick(v)
 			}
-			lx, ly, first = x, y, false
+			out = append(out, t)
 		}
-		// Legend, top left inside the plot.
-		ly0 := y0 - ph + 6 + i*14
-		plotRect(img, x0+8, ly0, x0+20, ly0+8, c)
-		plotText(img, x0+26, ly0-1, s.Name, colInk)
 	}
+	return out
 }
 
-// logRange returns log10 bounds that hold every value, padded, and at
-// least one decade wide.
-func plotLogRange(v []float64) (lo, hi float64) {
-	lo, hi = math.Log10(slices.Min(v)), math.Log10(slices.Max(v))
-	if hi-lo < 1 {
-		mid := (lo + hi) / 2
-		lo, hi = mid-0.5, mid+0.5
-	}
-	pad := (hi - lo) * 0.08
-	return lo - pad, hi + pad
-}
-
+// plotTick labels v with a K, M or G suffix from a thousand up.
 func plotTick(v float64) string {
 	switch {
 	case v >= 1e9:
@@ -158,101 +178,4 @@ func plotTick(v float64) string {
 
 func plotTrim(v float64) string {
 	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.1f", v), "0"), ".")
-}
-
-func plotHLine(img *image.Paletted, x0, x1, y int, c uint8) {
-	for x := x0; x <= x1; x++ {
-		plotPix(img, x, y, c)
-	}
-}
-
-func plotVLine(img *image.Paletted, x, y0, y1 int, c uint8) {
-	for y := y0; y <= y1; y++ {
-		plotPix(img, x, y, c)
-	}
-}
-
-func plotRect(img *image.Paletted, x0, y0, x1, y1 int, c uint8) {
-	for y := y0; y <= y1; y++ {
-		plotHLine(img, x0, x1, y, c)
-	}
-}
-
-// line draws a two-pixel-thick segment (Bresenham).
-func plotLine(img *image.Paletted, x0, y0, x1, y1 int, c uint8) {
-	dx, dy := plotAbs(x1-x0), -plotAbs(y1-y0)
-	sx, sy := plotSign(x1-x0), plotSign(y1-y0)
-	e := dx + dy
-	for {
-		plotRect(img, x0, y0, x0+1, y0+1, c)
-		if x0 == x1 && y0 == y1 {
-			return
-		}
-		if e2 := 2 * e; e2 >= dy {
-			e += dy
-			x0 += sx
-		} else {
-			e += dx
-			y0 += sy
-		}
-	}
-}
-
-func plotAbs(v int) int {
-	if v < 0 {
-		return -v
-	}
-	return v
-}
-
-func plotSign(v int) int {
-	switch {
-	case v < 0:
-		return -1
-	case v > 0:
-		return 1
-	}
-	return 0
-}
-
-func plotPix(img *image.Paletted, x, y int, c uint8) {
-	if (image.Point{x, y}).In(img.Rect) {
-		img.SetColorIndex(x, y, c)
-	}
-}
-
-// glyphs is a 3×5 pixel font: five rows of three bits, most significant
-// bit left. Lower-case letters are drawn as upper case.
-var glyphs = map[rune][5]uint8{
-	'0': {7, 5, 5, 5, 7}, '1': {2, 6, 2, 2, 7}, '2': {7, 1, 7, 4, 7}, '3': {7, 1, 7, 1, 7}, '4': {5, 5, 7, 1, 1},
-	'5': {7, 4, 7, 1, 7}, '6': {7, 4, 7, 5, 7}, '7': {7, 1, 1, 1, 1}, '8': {7, 5, 7, 5, 7}, '9': {7, 5, 7, 1, 7},
-	'A': {2, 5, 7, 5, 5}, 'B': {6, 5, 6, 5, 6}, 'C': {3, 4, 4, 4, 3}, 'D': {6, 5, 5, 5, 6}, 'E': {7, 4, 6, 4, 7},
-	'F': {7, 4, 6, 4, 4}, 'G': {3, 4, 5, 5, 3}, 'H': {5, 5, 7, 5, 5}, 'I': {7, 2, 2, 2, 7}, 'J': {1, 1, 1, 5, 2},
-	'K': {5, 5, 6, 5, 5}, 'L': {4, 4, 4, 4, 7}, 'M': {5, 7, 7, 5, 5}, 'N': {6, 5, 5, 5, 5}, 'O': {2, 5, 5, 5, 2},
-	'P': {6, 5, 6, 4, 4}, 'Q': {2, 5, 5, 6, 3}, 'R': {6, 5, 6, 5, 5}, 'S': {3, 4, 2, 1, 6}, 'T': {7, 2, 2, 2, 2},
-	'U': {5, 5, 5, 5, 7}, 'V': {5, 5, 5, 5, 2}, 'W': {5, 5, 7, 7, 5}, 'X': {5, 5, 2, 5, 5}, 'Y': {5, 5, 2, 2, 2},
-	'Z': {7, 1, 2, 4, 7}, '.': {0, 0, 0, 0, 2}, ',': {0, 0, 0, 2, 4}, '-': {0, 0, 7, 0, 0}, '/': {1, 1, 2, 4, 4},
-	'(': {2, 4, 4, 4, 2}, ')': {2, 1, 1, 1, 2}, '%': {5, 1, 2, 4, 5}, ':': {0, 2, 0, 2, 0}, '+': {0, 2, 7, 2, 0},
-	'=': {0, 7, 0, 7, 0}, '_': {0, 0, 0, 0, 7}, '@': {7, 5, 7, 4, 7}, '>': {4, 2, 1, 2, 4}, '<': {1, 2, 4, 2, 1},
-	' ': {},
-}
-
-func plotTextWidth(s string) int { return len([]rune(s)) * 4 * fontScale }
-
-// drawText writes s with its top-left corner at (x, y).
-func plotText(img *image.Paletted, x, y int, s string, c uint8) {
-	for _, r := range strings.ToUpper(s) {
-		g, ok := glyphs[r]
-		if !ok {
-			g = [5]uint8{7, 7, 7, 7, 7}
-		}
-		for row := 0; row < 5; row++ {
-			for col := 0; col < 3; col++ {
-				if g[row]&(4>>col) != 0 {
-					plotRect(img, x+col*fontScale, y+row*fontScale, x+col*fontScale+fontScale-1, y+row*fontScale+fontScale-1, c)
-				}
-			}
-		}
-		x += 4 * fontScale
-	}
 }

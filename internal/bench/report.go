@@ -35,7 +35,7 @@ func WriteOutputs(dir string, rep Report) error {
 	if err != nil {
 		return err
 	}
-	if err := writePlot(f, "MEMINDEX BENCH "+rep.Date, growthPanels(rep)); err != nil {
+	if err := writePlot(f, "memindex bench, "+rep.Date, growthPanels(rep)); err != nil {
 		f.Close()
 		return fmt.Errorf("growth.png: %w", err)
 	}
@@ -94,8 +94,8 @@ func WriteTables(w io.Writer, rep Report) error {
 		fmt.Fprintln(w)
 		writeGrowthTables(w, rep)
 	}
-	writeLocomoTable(w, rep.Locomo)    // bench_locomo.go
-	writeClusterTables(w, rep.Cluster) // bench_cluster.go
+	writeLocomoTable(w, rep.Locomo)    // locomo.go
+	writeClusterTables(w, rep.Cluster) // cluster*.go
 	return nil
 }
 
@@ -212,10 +212,10 @@ func growthPanels(rep Report) []plotPanel {
 			return out
 		}
 		panels = append(panels,
-			plotPanel{Title: "VECTOR LEG P50 MS", Series: series(func(f VectorFigure) float64 { return f.P50Ms }, "")},
-			plotPanel{Title: "VECTOR LEG P99 MS", Series: series(func(f VectorFigure) float64 { return f.P99Ms }, "")},
-			plotPanel{Title: "BYTES ON DISK, MIB", Series: series(func(f VectorFigure) float64 { return float64(f.DiskBytes) / (1 << 20) }, VariantGoScan)},
-			plotPanel{Title: "RSS GROWTH, MIB", Series: series(func(f VectorFigure) float64 { return float64(f.RSSBytes) / (1 << 20) }, "")},
+			plotPanel{Title: "Vector leg, p50", XLabel: "vectors", YLabel: "ms", Series: series(func(f VectorFigure) float64 { return f.P50Ms }, "")},
+			plotPanel{Title: "Vector leg, p99", XLabel: "vectors", YLabel: "ms", Series: series(func(f VectorFigure) float64 { return f.P99Ms }, "")},
+			plotPanel{Title: "Bytes on disk", XLabel: "vectors", YLabel: "MiB", Series: series(func(f VectorFigure) float64 { return float64(f.DiskBytes) / (1 << 20) }, VariantGoScan)},
+			plotPanel{Title: "RSS growth", XLabel: "vectors", YLabel: "MiB", Series: series(func(f VectorFigure) float64 { return float64(f.RSSBytes) / (1 << 20) }, "")},
 		)
 	}
 	if len(rep.Hot) > 0 {
@@ -223,7 +223,7 @@ func growthPanels(rep Report) []plotPanel {
 		for _, f := range rep.Hot {
 			ss = append(ss, plotSeries{Name: f.System, X: []float64{float64(f.Messages)}, Y: []float64{f.PerSecond}})
 		}
-		panels = append(panels, plotPanel{Title: "ONE HOT NAMESPACE, MESSAGES/S", XLabel: "MESSAGES", Series: ss})
+		panels = append(panels, plotPanel{Title: "Ingest, one hot namespace", XLabel: "messages", YLabel: "messages/s", Series: ss})
 	}
 	if len(rep.Search) > 0 {
 		var modes []string
@@ -242,7 +242,7 @@ func growthPanels(rep Report) []plotPanel {
 			}
 			ss = append(ss, s)
 		}
-		panels = append(panels, plotPanel{Title: "SEARCH OVER NATS, MS", Series: ss})
+		panels = append(panels, plotPanel{Title: "Search over NATS, p50", YLabel: "ms", Series: ss})
 	}
 	if len(rep.Concurrency) > 0 {
 		var levels []int
@@ -261,7 +261,7 @@ func growthPanels(rep Report) []plotPanel {
 			}
 			ss = append(ss, s)
 		}
-		panels = append(panels, plotPanel{Title: "HYBRID QUERIES/S", Series: ss})
+		panels = append(panels, plotPanel{Title: "Hybrid search under concurrency", YLabel: "queries/s", Series: ss})
 	}
 	return panels
 }
