@@ -19,7 +19,7 @@ import (
 	"memindex/store"
 )
 
-// Ingest runs of the cluster suite (bench_cluster.go): live and from a backlog.
+// Ingest runs of the cluster suite (cluster.go): live and from a backlog.
 
 // Ingest modes of the cluster suite.
 const (

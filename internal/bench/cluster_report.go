@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// The cluster suite's tables in the bench report (bench_report.go).
+// The cluster suite's tables in the bench report (report.go).
 
 // mergeClusterReports appends b's figures to a's (either may be nil).
 func mergeClusterReports(a, b *ClusterReport) *ClusterReport {

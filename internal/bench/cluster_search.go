@@ -15,7 +15,7 @@ import (
 	"memindex/query"
 )
 
-// Search paths of the cluster suite (bench_cluster.go): direct and routed.
+// Search paths of the cluster suite (cluster.go): direct and routed.
 
 // Search paths of the cluster suite.
 const (
