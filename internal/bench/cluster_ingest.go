@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"memindex"
 	"memindex/internal/harness"
@@ -143,34 +142,10 @@ func (c *benchCluster) corpusMsgs(lines [][]byte) ([]*nats.Msg, []int, error) {
 	return msgs, parts, nil
 }
 
-// publish publishes msgs at full speed, a window of acknowledgements in
-// flight, and returns each partition's last stream sequence.
+// publish publishes msgs at full speed (harness.Publish) and returns each
+// partition's last stream sequence.
 func (c *benchCluster) publish(ctx context.Context, msgs []*nats.Msg, parts []int) (map[int]uint64, error) {
-	futures := make([]jetstream.PubAckFuture, len(msgs))
-	for i, m := range msgs {
-		var err error
-		if futures[i], err = c.js.PublishMsgAsync(m); err != nil {
-			return nil, fmt.Errorf("publish: %w", err)
-		}
-		if i%4096 == 4095 {
-			<-c.js.PublishAsyncComplete()
-		}
-	}
-	select {
-	case <-c.js.PublishAsyncComplete():
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	last := map[int]uint64{}
-	for i, f := range futures {
-		select {
-		case a := <-f.Ok():
-			last[parts[i]] = max(last[parts[i]], a.Sequence)
-		case err := <-f.Err():
-			return nil, fmt.Errorf("publish: %w", err)
-		}
-	}
-	return last, nil
+	return harness.Publish(ctx, c.js, msgs, parts)
 }
 
 // shards returns each partition's shard; every partition has one holder.

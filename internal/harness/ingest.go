@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"memindex"
@@ -36,39 +37,18 @@ func (h Hooks) Ingest(ctx context.Context, n Node, lines [][]byte, ns string) (I
 	if err != nil {
 		return Ingested{}, err
 	}
-	start := time.Now()
-	type sent struct {
-		p   int
-		ack jetstream.PubAckFuture
-	}
-	futures := make([]sent, 0, len(lines))
+	start := time.Now() // the lines become messages in the timed part, as `memindex publish` does them
+	msgs := make([]*nats.Msg, len(lines))
+	parts := make([]int, len(lines))
 	for i, l := range lines {
-		m, err := h.EventMsg(l, ns)
-		if err != nil {
+		if msgs[i], err = h.EventMsg(l, ns); err != nil {
 			return Ingested{}, err
 		}
-		f, err := js.PublishMsgAsync(m)
-		if err != nil {
-			return Ingested{}, err
-		}
-		futures = append(futures, sent{p: PartitionOfSubject(m.Subject, n.Partitions()), ack: f})
-		if i%4096 == 4095 { // a window of acks in flight
-			<-js.PublishAsyncComplete()
-		}
+		parts[i] = PartitionOfSubject(msgs[i].Subject, n.Partitions())
 	}
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-ctx.Done():
-		return Ingested{}, ctx.Err()
-	}
-	last := map[int]uint64{} // partition -> the last stream sequence published to it
-	for _, f := range futures {
-		select {
-		case a := <-f.ack.Ok():
-			last[f.p] = max(last[f.p], a.Sequence)
-		case err := <-f.ack.Err():
-			return Ingested{}, fmt.Errorf("publish: %w", err)
-		}
+	last, err := Publish(ctx, js, msgs, parts)
+	if err != nil {
+		return Ingested{}, err
 	}
 	for {
 		done := true
@@ -120,6 +100,37 @@ func WaitVectors(ctx context.Context, n Node, want int64) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// Publish publishes msgs at full speed, a window of acknowledgements in
+// flight, and returns each partition's last stream sequence (parts[i] is
+// msgs[i]'s partition).
+func Publish(ctx context.Context, js jetstream.JetStream, msgs []*nats.Msg, parts []int) (map[int]uint64, error) {
+	futures := make([]jetstream.PubAckFuture, len(msgs))
+	for i, m := range msgs {
+		var err error
+		if futures[i], err = js.PublishMsgAsync(m); err != nil {
+			return nil, fmt.Errorf("publish: %w", err)
+		}
+		if i%4096 == 4095 { // a window of acks in flight
+			<-js.PublishAsyncComplete()
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	last := map[int]uint64{}
+	for i, f := range futures {
+		select {
+		case a := <-f.Ok():
+			last[parts[i]] = max(last[parts[i]], a.Sequence)
+		case err := <-f.Err():
+			return nil, fmt.Errorf("publish: %w", err)
+		}
+	}
+	return last, nil
 }
 
 // PartitionOfSubject is the partition of an event published on subject
