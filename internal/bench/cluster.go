@@ -208,7 +208,7 @@ func withBenchCluster(ctx context.Context, h harness.Hooks, dir string, f func(*
 	if c.nc, err = nats.Connect(c.srv.ClientURL(), nats.Name("memindex bench")); err != nil {
 		return err
 	}
-	if c.js, err = jetstream.New(c.nc, jetstream.WithPublishAsyncMaxPending(8192)); err != nil {
+	if c.js, err = jetstream.New(c.nc, jetstream.WithPublishAsyncMaxPending(2*harness.PublishWindow)); err != nil {
 		return err
 	}
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)

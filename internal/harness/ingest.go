@@ -33,7 +33,7 @@ func (h Hooks) Ingest(ctx context.Context, n Node, lines [][]byte, ns string) (I
 		return Ingested{}, ErrNoHooks
 	}
 	before := Count(ctx, n)
-	js, err := jetstream.New(n.Conn(), jetstream.WithPublishAsyncMaxPending(8192))
+	js, err := jetstream.New(n.Conn(), jetstream.WithPublishAsyncMaxPending(2*PublishWindow))
 	if err != nil {
 		return Ingested{}, err
 	}
@@ -102,7 +102,12 @@ func WaitVectors(ctx context.Context, n Node, want int64) error {
 	}
 }
 
-// Publish publishes msgs at full speed, a window of acknowledgements in
+// PublishWindow is how many acknowledgements Publish lets be in flight; its
+// JetStream context must allow more (jetstream.WithPublishAsyncMaxPending),
+// or publishing stalls.
+const PublishWindow = 4096
+
+// Publish publishes msgs at full speed, PublishWindow acknowledgements in
 // flight, and returns each partition's last stream sequence (parts[i] is
 // msgs[i]'s partition).
 func Publish(ctx context.Context, js jetstream.JetStream, msgs []*nats.Msg, parts []int) (map[int]uint64, error) {
@@ -112,7 +117,7 @@ func Publish(ctx context.Context, js jetstream.JetStream, msgs []*nats.Msg, part
 		if futures[i], err = js.PublishMsgAsync(m); err != nil {
 			return nil, fmt.Errorf("publish: %w", err)
 		}
-		if i%4096 == 4095 { // a window of acks in flight
+		if i%PublishWindow == PublishWindow-1 {
 			<-js.PublishAsyncComplete()
 		}
 	}
