@@ -33,8 +33,8 @@ func (t *tuneFlag) Set(s string) error {
 	return nil
 }
 
-// evalOptions are the parsed eval flags; fs.Set changes them between the
-// passes of --tune.
+// evalOptions are the eval flags that shape a pass; pass reads them with
+// a --tune combination set (fs.Set), then sets them back.
 type evalOptions struct {
 	fs                          *flag.FlagSet
 	fusion                      *string

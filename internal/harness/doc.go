@@ -8,6 +8,7 @@
 // count the shards' rows (Count), wait for every vector (WaitVectors).
 //
 // It must not assemble a node itself (the binary's adapter does, through
-// Hooks.StartNode), read flags or the environment, or print; it writes
-// to a shard only what a suite asks it to, never through the worker's path.
+// Hooks.StartNode), read flags or the environment, print, or write to a
+// node's shards (it publishes to the stream and reads counts; bench's
+// search suites fill a namespace's shard themselves, on purpose).
 package harness
