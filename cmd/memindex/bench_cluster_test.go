@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"memindex"
+	"memindex/internal/bench"
 )
 
 // TestBenchClusterSuiteAtATinySize runs `memindex bench --suite cluster`
@@ -28,7 +29,7 @@ func TestBenchClusterSuiteAtATinySize(t *testing.T) {
 	const messages, queries = 600, 30
 	// The corpus must give both halves of the partitions work.
 	halves := map[bool]int{}
-	for _, l := range generatedEvents(messages) {
+	for _, l := range bench.GeneratedEvents(messages) {
 		var ev memindex.Event
 		if err := json.Unmarshal(l, &ev); err != nil {
 			t.Fatal(err)
@@ -52,7 +53,7 @@ func TestBenchClusterSuiteAtATinySize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep benchReport
+	var rep bench.Report
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatalf("report.json: %v", err)
 	}
@@ -66,7 +67,7 @@ func TestBenchClusterSuiteAtATinySize(t *testing.T) {
 		t.Fatalf("ingest figures = %+v, want 1 and 2 workers, live and backlog", cr.Ingest)
 	}
 	for i, f := range cr.Ingest {
-		w, mode := i/2+1, []string{ingestLive, ingestBacklog}[i%2]
+		w, mode := i/2+1, []string{bench.IngestLive, bench.IngestBacklog}[i%2]
 		var sum int64
 		for _, m := range f.MessagesPerWorker {
 			sum += m
@@ -80,7 +81,7 @@ func TestBenchClusterSuiteAtATinySize(t *testing.T) {
 		if f.Chunks < 1 || f.Seconds <= 0 || f.PerSecond <= 0 || f.CPUSeconds <= 0 || f.CPUMicrosPerMessage <= 0 || f.CoresBusy <= 0 || f.PublishSeconds <= 0 {
 			t.Errorf("ingest %+v: want chunks, time, rate, publish time and CPU time measured", f)
 		}
-		if (mode == ingestBacklog) != (f.PublishCPUMicrosPerMessage > 0) {
+		if (mode == bench.IngestBacklog) != (f.PublishCPUMicrosPerMessage > 0) {
 			t.Errorf("ingest %+v: want the CPU time of the publish alone in backlog runs only", f)
 		}
 	}
@@ -88,7 +89,7 @@ func TestBenchClusterSuiteAtATinySize(t *testing.T) {
 		t.Errorf("2 workers' partitions = %v, want %v", got, want)
 	}
 
-	byPath := map[string]clusterSearchFigure{}
+	byPath := map[string]bench.ClusterSearchFigure{}
 	for _, f := range cr.Search {
 		byPath[f.Path] = f
 		if f.Workers != 2 || f.Chunks != 200 {
@@ -98,7 +99,7 @@ func TestBenchClusterSuiteAtATinySize(t *testing.T) {
 			t.Errorf("search %+v: want 0 < p50 <= p99 <= max", f)
 		}
 	}
-	direct, own, relay := byPath[pathDirect], byPath[pathRoutedHolder], byPath[pathRoutedRelay]
+	direct, own, relay := byPath[bench.PathDirect], byPath[bench.PathRoutedHolder], byPath[bench.PathRoutedRelay]
 	if len(cr.Search) != 3 || direct.Queries != queries {
 		t.Fatalf("search figures = %+v; want 3 paths, %d direct queries", cr.Search, queries)
 	}
@@ -158,7 +159,7 @@ func TestBenchClusterFlagErrorsNameTheFlag(t *testing.T) {
 			}
 		})
 	}
-	if slices.Contains(defaultBenchSuites, "cluster") {
-		t.Errorf("default suites %v include cluster; it runs only when asked", defaultBenchSuites)
+	if slices.Contains(bench.DefaultSuites, "cluster") {
+		t.Errorf("default suites %v include cluster; it runs only when asked", bench.DefaultSuites)
 	}
 }

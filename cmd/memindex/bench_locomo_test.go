@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"memindex/internal/bench"
 )
 
 // writeLocomoCorpus writes a corpus in LoCoMo's format to a new directory:
@@ -77,7 +79,7 @@ func TestBenchLocomoReportsEverySystem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep benchReport
+	var rep bench.Report
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatalf("report.json: %v", err)
 	}
@@ -96,11 +98,11 @@ func TestBenchLocomoReportsEverySystem(t *testing.T) {
 			t.Errorf("%s: %d queries, p50 %v, p90 %v, p99 %v, max %v, mean %v, %v q/s; want %d queries, 0 < p50 <= p90 <= p99 <= max, mean and q/s > 0",
 				f.System, f.Queries, f.P50Ms, f.P90Ms, f.P99Ms, f.MaxMs, f.MeanMs, f.PerSecond, qs)
 		}
-		if f.System == locomoQueryEmbd {
+		if f.System == bench.LocomoQueryEmbed {
 			continue
 		}
 		want := float64(msgs)
-		if f.System == locomoScanAll {
+		if f.System == bench.LocomoScanAll {
 			want = convs * msgs
 		}
 		if f.MessagesSearched != want || f.HybridRatio <= 0 {
@@ -110,7 +112,7 @@ func TestBenchLocomoReportsEverySystem(t *testing.T) {
 			t.Errorf("%s: %d questions without a hit, want 0 (every question shares words with its conversation)", f.System, f.NoHit)
 		}
 	}
-	want := []string{"memindex hybrid", "memindex keyword", "memindex vector", locomoFTS5, locomoScanConv, locomoScanAll, locomoQueryEmbd}
+	want := []string{"memindex hybrid", "memindex keyword", "memindex vector", bench.LocomoFTS5, bench.LocomoScanConv, bench.LocomoScanAll, bench.LocomoQueryEmbed}
 	if !slices.Equal(names, want) {
 		t.Errorf("systems = %q, want %q", names, want)
 	}
@@ -122,21 +124,5 @@ func TestBenchLocomoReportsEverySystem(t *testing.T) {
 		if !strings.Contains(string(md), s) {
 			t.Errorf("tables.md lacks %q:\n%s", s, md)
 		}
-	}
-}
-
-// TestBenchLocomoSkipsOrFailsWithoutFiles checks that the locomo part is
-// skipped when its files are absent and it was not asked for, and is an
-// error when it was.
-func TestBenchLocomoSkipsOrFailsWithoutFiles(t *testing.T) {
-	absent := filepath.Join(t.TempDir(), "absent.events.jsonl")
-	var logged []string
-	log := func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }
-	r, err := runLocomoSuite(context.Background(), locomoBenchConfig{Events: absent, Dir: t.TempDir(), Modes: []string{"hybrid"}, Log: log})
-	if err != nil || r != nil || len(logged) != 1 || !strings.Contains(logged[0], "skipped") {
-		t.Errorf("not required: report %v, err %v, logged %q; want nil, nil and a skip", r, err, logged)
-	}
-	if _, err := runLocomoSuite(context.Background(), locomoBenchConfig{Events: absent, Dir: t.TempDir(), Modes: []string{"hybrid"}, Required: true, Log: log}); err == nil {
-		t.Error("required: no error, want one naming the absent file")
 	}
 }

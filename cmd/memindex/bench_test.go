@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"image/png"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"memindex/store"
+	"memindex/internal/bench"
 )
 
 // TestBenchSuiteAtATinySize runs every part of `memindex bench` at a tiny
@@ -40,7 +39,7 @@ func TestBenchSuiteAtATinySize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep benchReport
+	var rep bench.Report
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatalf("report.json: %v", err)
 	}
@@ -55,7 +54,7 @@ func TestBenchSuiteAtATinySize(t *testing.T) {
 			t.Errorf("hot %+v: want 300 messages, time spent and a rate", f)
 		}
 	}
-	if want := []string{hotMemindex, hotMemindexMany, hotFTSBatch, hotFTSOne, hotEmbed1, hotEmbedN}; !slices.Equal(hot, want) {
+	if want := []string{bench.HotMemindex, bench.HotMemindexMany, bench.HotFTSBatch, bench.HotFTSOne, bench.HotEmbed1, bench.HotEmbedN}; !slices.Equal(hot, want) {
 		t.Errorf("hot systems = %v, want %v", hot, want)
 	}
 	var stages []string
@@ -90,7 +89,7 @@ func TestBenchSuiteAtATinySize(t *testing.T) {
 		if f.Queries != 6 || f.P50Ms <= 0 || f.P99Ms < f.P50Ms {
 			t.Errorf("%s at %d: %d queries, p50 %v, p99 %v; want 6 queries, p99 >= p50 > 0", f.Variant, f.Size, f.Queries, f.P50Ms, f.P99Ms)
 		}
-		if (f.DiskBytes > 0) == (f.Variant == variantGoScan) {
+		if (f.DiskBytes > 0) == (f.Variant == bench.VariantGoScan) {
 			t.Errorf("%s at %d: %d bytes on disk; want some for the SQLite files, none for go-scan", f.Variant, f.Size, f.DiskBytes)
 		}
 	}
@@ -99,7 +98,7 @@ func TestBenchSuiteAtATinySize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| vectors | variant |", "Growth, vector leg p50 ms", "| decode |", "| 1,200 | memindex |", "| " + hotFTSOne + " | 300 | 20 |"} {
+	for _, want := range []string{"| vectors | variant |", "Growth, vector leg p50 ms", "| decode |", "| 1,200 | memindex |", "| " + bench.HotFTSOne + " | 300 | 20 |"} {
 		if !bytes.Contains(md, []byte(want)) {
 			t.Errorf("tables.md lacks %q", want)
 		}
@@ -113,8 +112,8 @@ func TestBenchSuiteAtATinySize(t *testing.T) {
 	if err != nil {
 		t.Fatalf("growth.png: %v", err)
 	}
-	if r := img.Bounds(); r.Dx() != 2*panelW || r.Dy() < 3*panelH {
-		t.Errorf("growth.png is %v, want %d wide and three rows of panels", r, 2*panelW)
+	if r := img.Bounds(); r.Dx() != 2*bench.PanelWidth || r.Dy() < 3*bench.PanelHeight {
+		t.Errorf("growth.png is %v, want %d wide and three rows of panels", r, 2*bench.PanelWidth)
 	}
 
 	// --render writes the same tables from the saved report.
@@ -140,59 +139,5 @@ func TestBenchRejectsUnknownSuite(t *testing.T) {
 	err := runBench(context.Background(), []string{"--suite", "vectors", "--out", t.TempDir()}, &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "--suite") || !strings.Contains(err.Error(), "vector") {
 		t.Fatalf("runBench(--suite vectors) = %v, want an error naming --suite and the known parts", err)
-	}
-}
-
-// TestTopNKeepsTheBest checks the top-10 the vector suite's scans use
-// against a full sort.
-func TestTopNKeepsTheBest(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for _, n := range []int{0, 3, 10, 11, 1000} {
-		scores := make([]float32, n)
-		var top topN
-		for i := range scores {
-			scores[i] = r.Float32()
-			top.push(int64(i), scores[i])
-		}
-		idx := make([]int64, n)
-		for i := range idx {
-			idx[i] = int64(i)
-		}
-		slices.SortFunc(idx, func(a, b int64) int {
-			switch {
-			case scores[a] > scores[b]:
-				return -1
-			case scores[a] < scores[b]:
-				return 1
-			}
-			return 0
-		})
-		want := idx[:min(n, vecK)]
-		if got := top.ids(); !slices.Equal(got, want) {
-			t.Errorf("n=%d: topN = %v, want %v", n, got, want)
-		}
-	}
-}
-
-// TestGoScanIsExact checks the bandwidth-bound variant, which every other
-// variant's recall is measured against, against a scalar scan.
-func TestGoScanIsExact(t *testing.T) {
-	const n = 25000 // above the split into GOMAXPROCS parts
-	data := benchVectors(7, n)
-	q := benchVectors(8, 1)
-	got, err := goScanVariant(data).search(context.Background(), q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want topN
-	for i := 0; i < n; i++ {
-		var s float32
-		for j := range q {
-			s += q[j] * data[i*vecDims+j]
-		}
-		want.push(int64(i+1), s)
-	}
-	if !slices.Equal(got, want.ids()) {
-		t.Fatalf("go-scan top 10 = %v, want %v (dot %s)", got, want.ids(), store.DotKind())
 	}
 }

@@ -30,16 +30,7 @@
 // adds trace_id to records logged under a span. The HTTP endpoints and
 // metrics are the node's (package node).
 //
-// bench (bench*.go) measures in one run: ingest end to end and per stage,
-// search over NATS one request at a time and under 1, 8 and 64 concurrent
-// clients, and the vector leg four ways (the shard's in-memory scan, a bare
-// sqlite-vec vec0 table, JSON vectors decoded in process, a plain Go scan)
-// over the same seeded random vectors, whose files it caches between runs;
-// it writes report.json, tables.md and growth.png to --out. The cluster
-// suite (bench_cluster.go; only with --suite cluster) starts 1, 2 and 3
-// workers in process on static partition splits of a fresh stream and
-// measures their ingest rate (live, and draining a backlog) with the
-// process's CPU time, search latency
-// direct and routed through a worker that relays to the holder, and how
-// long a dynamic group started cold takes to spread its partitions.
+// bench and eval (bench.go, eval.go) parse their flags, run
+// internal/bench and internal/evalrun and print the reports; they start
+// in-process nodes through the adapter of benchnode.go (harness.Hooks).
 package main

@@ -4,83 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"memindex"
 	"memindex/internal/eval"
 )
 
-// writeEvalCorpus writes a corpus folder of two conversations with one
-// question each that keyword search answers, plus one without gold ids.
-func writeEvalCorpus(t testing.TB) string {
-	t.Helper()
-	dir := t.TempDir()
-	var ev, qs []string
-	add := func(sk string, seq int, speaker, text string) {
-		ev = append(ev, fmt.Sprintf(`{"sessionKey":%q,"sessionId":"session_1","seq":%d,"messageId":"D1:%d","eventId":"%s/D1:%d","speaker":%q,"text":%q,"timestamp":"2023-05-08T13:56:00Z"}`,
-			sk, seq, seq, sk, seq, speaker, text))
-	}
-	for i, sk := range []string{"conv-1", "conv-2", "conv-3"} {
-		add(sk, 1, "Ann", "Hi Bob, long time no see!")
-		add(sk, 2, "Bob", "I adopted a beagle puppy named Biscuit"+strings.Repeat("!", i))
-		add(sk, 3, "Ann", "My sister moved to Lisbon last spring.")
-		add(sk, 4, "Bob", "We should go hiking together soon.")
-		qs = append(qs,
-			fmt.Sprintf(`{"queryId":"%s/q1","sessionKey":%q,"question":"What is the name of Bob's beagle puppy?","category":4,"categoryName":"single-hop","goldMessageIds":["D1:2"]}`, sk, sk),
-			fmt.Sprintf(`{"queryId":"%s/q2","sessionKey":%q,"question":"Where did Ann's sister move to?","category":2,"categoryName":"temporal","goldMessageIds":["D1:3"]}`, sk, sk),
-			fmt.Sprintf(`{"queryId":"%s/q3","sessionKey":%q,"question":"No evidence?","category":5,"categoryName":"adversarial","goldMessageIds":[]}`, sk, sk))
-	}
-	for name, lines := range map[string][]string{"tiny.events.jsonl": ev, "tiny.queries.jsonl": qs} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
-func TestStrictScoreCountsEveryMessagePaid(t *testing.T) {
-	c, err := eval.Load(writeEvalCorpus(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hits := []memindex.Hit{
-		{MessageIDs: []string{"D1:1", "D1:2", "D1:3"}},
-		{MessageIDs: []string{"D1:3", "D1:4"}}, // D1:3 again: paid again
-		{MessageIDs: []string{"D2:7"}},
-		// No ids: named by its range, within the question's conversation.
-		{Source: memindex.SourceSessions, SessionID: "session_1", SeqStart: 2, SeqEnd: 3},
-	}
-	tests := []struct {
-		name      string
-		gold      []string
-		wantRec5  float64
-		wantRR    float64
-		wantRec10 float64
-	}{
-		{"gold in the first hit", []string{"D1:2"}, 1, 0.5, 1},
-		{"the third hit does not fit in 5 (the repeat is paid)", []string{"D2:7"}, 0, 1.0 / 6, 1},
-		{"half the gold found, at message 5", []string{"D1:4", "D9:9"}, 0.5, 0.2, 0.5},
-		{"gold not retrieved", []string{"D9:9"}, 0, 0, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			q := eval.Question{SessionKey: "conv-1", Gold: tt.gold}
-			got := strictScore(c, q, hits)
-			if got.Recall[5] != tt.wantRec5 || got.RR != tt.wantRR || got.Recall[10] != tt.wantRec10 || got.Hit[5] != (tt.wantRec5 > 0) {
-				t.Fatalf("strictScore()= rec@5 %v rr %v rec@10 %v hit@5 %v; want %v %v %v %v",
-					got.Recall[5], got.RR, got.Recall[10], got.Hit[5], tt.wantRec5, tt.wantRR, tt.wantRec10, tt.wantRec5 > 0)
-			}
-			if got.Hits10 != 4 || got.Messages10 != 8 || !got.Repeats {
-				t.Fatalf("strictScore()= hits@10 %d msgs@10 %d repeats %v; want 4 8 true", got.Hits10, got.Messages10, got.Repeats)
-			}
-		})
-	}
-}
+// tinyCorpus is internal/evalrun's corpus of three conversations, each
+// with two questions keyword search answers and one without gold ids.
+const tinyCorpus = "../../internal/evalrun/testdata/tiny"
 
 func TestEvalEndToEndSplitAndTune(t *testing.T) {
 	if testing.Short() {
@@ -88,7 +21,7 @@ func TestEvalEndToEndSplitAndTune(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	dir := writeEvalCorpus(t)
+	dir := tinyCorpus
 	var out, errOut bytes.Buffer
 	err := runEval(ctx, []string{"--data", dir, "--mode", "keyword,hybrid", "--by-category", "--tune", "rrf-vector-weight=0.5,2", "--json"}, &out, &errOut)
 	if err != nil {
@@ -157,25 +90,6 @@ func TestEvalRefusesABadTune(t *testing.T) {
 			err := runEval(context.Background(), []string{"--data", t.TempDir(), "--tune", tt.spec}, &bytes.Buffer{}, &bytes.Buffer{})
 			if err == nil || !strings.Contains(err.Error(), "tune") {
 				t.Fatalf("eval --tune %s: error %v, want one about --tune", tt.spec, err)
-			}
-		})
-	}
-}
-
-func TestSyntheticCorporaLoad(t *testing.T) {
-	for _, lang := range []string{"en", "zh"} {
-		t.Run(lang, func(t *testing.T) {
-			dir, err := syntheticDir(lang, 2, 1, filepath.Join(t.TempDir(), "corpus"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := eval.Load(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.Name != "synthetic-"+lang || len(c.Messages) == 0 || len(c.Questions) == 0 || len(c.SessionKeys()) != 2 {
-				t.Fatalf("Load(synthetic-%s)= %q, %d messages, %d questions, %d conversations; want some of each, 2 conversations",
-					lang, c.Name, len(c.Messages), len(c.Questions), len(c.SessionKeys()))
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 	"memindex/query"
 )
 
-// concurrencyFigure is search throughput with a number of clients that each
+// ConcurrencyFigure is search throughput with a number of clients that each
 // send one request at a time, as fast as answers come, for a fixed time.
-type concurrencyFigure struct {
+type ConcurrencyFigure struct {
 	Chunks    int     `json:"chunks"`
 	Mode      string  `json:"mode"`
 	Clients   int     `json:"clients"`
@@ -28,11 +28,11 @@ type concurrencyFigure struct {
 	P99Ms     float64 `json:"p99Ms"`
 }
 
-// benchConcurrency runs clients concurrent searchers against the node at
+// runConcurrency runs clients concurrent searchers against the node at
 // url for dur, each on its own NATS connection with its own query stream.
 // Answered queries count toward throughput and latency; errors (such as an
 // overloaded service's 429) are counted apart.
-func benchConcurrency(ctx context.Context, url, ns string, size int, mode string, clients int, dur time.Duration) (concurrencyFigure, error) {
+func runConcurrency(ctx context.Context, url, ns string, size int, mode string, clients int, dur time.Duration) (ConcurrencyFigure, error) {
 	conns := make([]*nats.Conn, clients)
 	defer func() {
 		for _, nc := range conns {
@@ -44,7 +44,7 @@ func benchConcurrency(ctx context.Context, url, ns string, size int, mode string
 	for i := range conns {
 		nc, err := nats.Connect(url)
 		if err != nil {
-			return concurrencyFigure{}, fmt.Errorf("client %d: %w", i, err)
+			return ConcurrencyFigure{}, fmt.Errorf("client %d: %w", i, err)
 		}
 		conns[i] = nc
 	}
@@ -52,7 +52,7 @@ func benchConcurrency(ctx context.Context, url, ns string, size int, mode string
 	warm := corpus.New(99)
 	for i := 0; i < 10; i++ {
 		if _, err := query.NewClient(conns[0]).Search(ctx, memindex.SearchRequest{Namespace: ns, Query: warm.Query(i%2 == 0), K: 10, Mode: mode}); err != nil {
-			return concurrencyFigure{}, fmt.Errorf("warm-up search: %w", err)
+			return ConcurrencyFigure{}, fmt.Errorf("warm-up search: %w", err)
 		}
 	}
 	lat := make([][]float64, clients)
@@ -80,7 +80,7 @@ func benchConcurrency(ctx context.Context, url, ns string, size int, mode string
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return concurrencyFigure{}, err
+		return ConcurrencyFigure{}, err
 	}
 	el := time.Since(start).Seconds()
 	var all []float64
@@ -90,6 +90,6 @@ func benchConcurrency(ctx context.Context, url, ns string, size int, mode string
 		nerr += errs[c]
 	}
 	slices.Sort(all)
-	return concurrencyFigure{Chunks: size, Mode: mode, Clients: clients, Seconds: el, Queries: len(all), Errors: nerr,
+	return ConcurrencyFigure{Chunks: size, Mode: mode, Clients: clients, Seconds: el, Queries: len(all), Errors: nerr,
 		PerSecond: float64(len(all)) / el, P50Ms: benchPercentile(all, 0.50), P99Ms: benchPercentile(all, 0.99)}, nil
 }

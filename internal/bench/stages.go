@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 	"memindex/store"
 )
 
-// stageFigure is one ingest stage timed on its own over the whole generated
+// StageFigure is one ingest stage timed on its own over the whole generated
 // corpus: In items in, Out items out.
-type stageFigure struct {
+type StageFigure struct {
 	Stage   string  `json:"stage"`
 	In      int     `json:"in"`
 	Out     int     `json:"out"`
@@ -34,19 +34,19 @@ type benchSessionChunks struct {
 	vecs   [][]float32
 }
 
-// benchStages runs the ingest stages one after the other over the same
+// runStages runs the ingest stages one after the other over the same
 // generated events, each on one goroutine and timed on its own: decode
 // (memindex.DecodeEvent: JSON and validation), chunk (the session windows
 // of the bench node: one chunk a message of up to 400 tokens, 2 context messages), embed
 // (the built-in embedder, 384 dims, batches of 64) and commit (store.Apply
 // into a new shard in dir, batches of 1,000 messages with their chunks and
 // vectors, as the worker commits them). NATS is not part of any stage.
-func benchStages(ctx context.Context, dir string, messages int, say func(string, ...any)) ([]stageFigure, error) {
-	lines := generatedEvents(messages)
-	var out []stageFigure
+func runStages(ctx context.Context, dir string, messages int, say func(string, ...any)) ([]StageFigure, error) {
+	lines := GeneratedEvents(messages)
+	var out []StageFigure
 	stage := func(name string, in, outN int, t time.Time) {
 		el := time.Since(t).Seconds()
-		f := stageFigure{Stage: name, In: in, Out: outN, Seconds: el, MessagesPerSecond: float64(len(lines)) / el}
+		f := StageFigure{Stage: name, In: in, Out: outN, Seconds: el, MessagesPerSecond: float64(len(lines)) / el}
 		out = append(out, f)
 		say("  %-7s %8d in  %8d out  %7.2fs  %9.0f messages/s", name, in, outN, el, f.MessagesPerSecond)
 	}
@@ -178,6 +178,6 @@ func benchStages(ctx context.Context, dir string, messages int, say func(string,
 	for _, f := range out {
 		sum += f.Seconds
 	}
-	out = append(out, stageFigure{Stage: "sum", In: len(lines), Out: chunks, Seconds: sum, MessagesPerSecond: float64(len(lines)) / sum})
+	out = append(out, StageFigure{Stage: "sum", In: len(lines), Out: chunks, Seconds: sum, MessagesPerSecond: float64(len(lines)) / sum})
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"memindex/chunker"
 	"memindex/embedder"
 	"memindex/internal/corpus"
-	"memindex/node"
+	"memindex/internal/harness"
 )
 
 // The hot suite (issue 13 item 3): one namespace, so one partition and one
@@ -27,8 +27,8 @@ import (
 // size, and one transaction for all), and the built-in embedder alone on the
 // texts the worker embeds.
 
-// hotFigure is one system's time over the hot suite's messages.
-type hotFigure struct {
+// HotFigure is one system's time over the hot suite's messages.
+type HotFigure struct {
 	System    string  `json:"system"`
 	Messages  int     `json:"messages"`
 	Sessions  int     `json:"sessions"`
@@ -38,12 +38,12 @@ type hotFigure struct {
 
 // Systems of the hot suite, as its table names them.
 const (
-	hotMemindex     = "memindex over NATS, one namespace"
-	hotMemindexMany = "memindex over NATS, 100 namespaces"
-	hotFTSBatch     = "plain FTS5, one tx per batch"
-	hotFTSOne       = "plain FTS5, one tx"
-	hotEmbed1       = "built-in embedder, 1 goroutine"
-	hotEmbedN       = "built-in embedder, all CPUs"
+	HotMemindex     = "memindex over NATS, one namespace"
+	HotMemindexMany = "memindex over NATS, 100 namespaces"
+	HotFTSBatch     = "plain FTS5, one tx per batch"
+	HotFTSOne       = "plain FTS5, one tx"
+	HotEmbed1       = "built-in embedder, 1 goroutine"
+	HotEmbedN       = "built-in embedder, all CPUs"
 )
 
 // hotNamespace is the namespace the hot suite ingests into.
@@ -67,24 +67,24 @@ func hotEvents(n, sessions int) [][]byte {
 	return out
 }
 
-// benchHot runs the hot suite's memindex cases on n: the hot namespace,
+// runHot runs the hot suite's memindex cases on n: the hot namespace,
 // then the many-namespaces corpus of the same size.
-func benchHot(ctx context.Context, n *node.Node, messages, sessions int, say func(string, ...any)) ([]hotFigure, error) {
-	var out []hotFigure
+func runHot(ctx context.Context, h harness.Hooks, n harness.Node, messages, sessions int, say func(string, ...any)) ([]HotFigure, error) {
+	var out []HotFigure
 	for _, c := range []struct {
 		system   string
 		sessions int
 		lines    [][]byte
 	}{
-		{hotMemindex, sessions, hotEvents(messages, sessions)},
-		{hotMemindexMany, (messages + 99) / 100, generatedEventsIn("bench-many", messages)},
+		{HotMemindex, sessions, hotEvents(messages, sessions)},
+		{HotMemindexMany, (messages + 99) / 100, generatedEventsIn("bench-many", messages)},
 	} {
 		say("hot: %s, %d messages in %d sessions …", c.system, messages, c.sessions)
-		fig, err := benchIngest(ctx, n, c.system, c.lines, "")
+		fig, err := ingest(ctx, h, n, c.system, c.lines, "")
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, hotFigure{System: c.system, Messages: len(c.lines), Sessions: c.sessions, Seconds: fig.Seconds, PerSecond: fig.PerSecond})
+		out = append(out, HotFigure{System: c.system, Messages: len(c.lines), Sessions: c.sessions, Seconds: fig.Seconds, PerSecond: fig.PerSecond})
 		say("  %.0f messages/s (%.2fs)", fig.PerSecond, fig.Seconds)
 	}
 	return out, nil
@@ -96,11 +96,11 @@ type hotMessage struct {
 	at time.Time
 }
 
-// benchHotFloors times the floors over the hot namespace's messages: plain
+// runHotFloors times the floors over the hot namespace's messages: plain
 // FTS5 in a SQLite file in dir (WAL, synchronous NORMAL, as a shard) with a
 // transaction per batch messages and with one, and the built-in embedder
 // on each message's embedded text (its context as the chunker makes it).
-func benchHotFloors(ctx context.Context, dir string, messages, sessions, batch int, say func(string, ...any)) ([]hotFigure, error) {
+func runHotFloors(ctx context.Context, dir string, messages, sessions, batch int, say func(string, ...any)) ([]HotFigure, error) {
 	lines := hotEvents(messages, sessions)
 	msgs := make([]hotMessage, len(lines))
 	for i, l := range lines {
@@ -110,10 +110,10 @@ func benchHotFloors(ctx context.Context, dir string, messages, sessions, batch i
 		}
 		msgs[i] = hotMessage{Event: e, at: e.Time()}
 	}
-	var out []hotFigure
+	var out []HotFigure
 	fig := func(system string, t time.Time) {
 		el := time.Since(t).Seconds()
-		out = append(out, hotFigure{System: system, Messages: len(msgs), Sessions: sessions, Seconds: el, PerSecond: float64(len(msgs)) / el})
+		out = append(out, HotFigure{System: system, Messages: len(msgs), Sessions: sessions, Seconds: el, PerSecond: float64(len(msgs)) / el})
 		say("  %-34s %7.2fs  %9.0f messages/s", system, el, float64(len(msgs))/el)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -122,7 +122,7 @@ func benchHotFloors(ctx context.Context, dir string, messages, sessions, batch i
 	for _, c := range []struct {
 		system string
 		per    int
-	}{{hotFTSBatch, batch}, {hotFTSOne, len(msgs)}} {
+	}{{HotFTSBatch, batch}, {HotFTSOne, len(msgs)}} {
 		t := time.Now()
 		if err := plainFTS5(ctx, filepath.Join(dir, fmt.Sprintf("fts-%d.db", c.per)), msgs, c.per); err != nil {
 			return nil, fmt.Errorf("%s: %w", c.system, err)
@@ -138,7 +138,7 @@ func benchHotFloors(ctx context.Context, dir string, messages, sessions, batch i
 	for _, c := range []struct {
 		system string
 		procs  int
-	}{{hotEmbed1, 1}, {hotEmbedN, runtime.NumCPU()}} {
+	}{{HotEmbed1, 1}, {HotEmbedN, runtime.NumCPU()}} {
 		t := time.Now()
 		if err := embedAll(ctx, emb, texts, c.procs); err != nil {
 			return nil, err

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -11,8 +11,12 @@ import (
 	"strconv"
 )
 
-// writeBenchOutputs writes report.json, tables.md and growth.png to dir.
-func writeBenchOutputs(dir string, rep benchReport) error {
+// WriteOutputs writes report.json, tables.md and growth.png to dir, which
+// it creates when missing.
+func WriteOutputs(dir string, rep Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
@@ -21,7 +25,7 @@ func writeBenchOutputs(dir string, rep benchReport) error {
 		return err
 	}
 	var md bytes.Buffer
-	if err := writeTables(&md, rep); err != nil {
+	if err := WriteTables(&md, rep); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "tables.md"), md.Bytes(), 0o644); err != nil {
@@ -31,16 +35,16 @@ func writeBenchOutputs(dir string, rep benchReport) error {
 	if err != nil {
 		return err
 	}
-	if err := writePlot(f, "MEMINDEX BENCH "+rep.Date, growthPanels(rep)); err != nil {
+	if err := writePlot(f, "memindex bench, "+rep.Date, growthPanels(rep)); err != nil {
 		f.Close()
 		return fmt.Errorf("growth.png: %w", err)
 	}
 	return f.Close()
 }
 
-// writeTables prints every part of the report as markdown tables, then the
+// WriteTables prints every part of the report as markdown tables, then the
 // growth tables (each figure by corpus size).
-func writeTables(w io.Writer, rep benchReport) error {
+func WriteTables(w io.Writer, rep Report) error {
 	fmt.Fprintf(w, "`%s` — %s — %s\n\n", rep.Command, rep.Date, rep.Machine)
 	if len(rep.Ingest) > 0 {
 		fmt.Fprintln(w, "Ingest end to end (publish over NATS to the last commit):")
@@ -90,21 +94,21 @@ func writeTables(w io.Writer, rep benchReport) error {
 		fmt.Fprintln(w)
 		writeGrowthTables(w, rep)
 	}
-	writeLocomoTable(w, rep.Locomo)    // bench_locomo.go
-	writeClusterTables(w, rep.Cluster) // bench_cluster.go
+	writeLocomoTable(w, rep.Locomo)    // locomo.go
+	writeClusterTables(w, rep.Cluster) // cluster*.go
 	return nil
 }
 
 // writeHotTable prints the hot suite: memindex end to end beside its
 // floors, each as a rate and as a multiple of memindex's time on the one
 // namespace.
-func writeHotTable(w io.Writer, figs []hotFigure) {
+func writeHotTable(w io.Writer, figs []HotFigure) {
 	if len(figs) == 0 {
 		return
 	}
 	var ref float64
 	for _, f := range figs {
-		if f.System == hotMemindex {
+		if f.System == HotMemindex {
 			ref = f.Seconds
 		}
 	}
@@ -124,28 +128,28 @@ func writeHotTable(w io.Writer, figs []hotFigure) {
 
 // writeGrowthTables prints one table per vector figure: sizes down, variants
 // across.
-func writeGrowthTables(w io.Writer, rep benchReport) {
+func writeGrowthTables(w io.Writer, rep Report) {
 	sizes, variants := vectorAxes(rep.Vector)
 	if len(sizes) < 2 {
 		return
 	}
-	at := map[[2]string]vectorFigure{}
+	at := map[[2]string]VectorFigure{}
 	for _, f := range rep.Vector {
 		at[[2]string{strconv.Itoa(f.Size), f.Variant}] = f
 	}
 	for _, m := range []struct {
 		title string
-		val   func(vectorFigure) string
+		val   func(VectorFigure) string
 	}{
-		{"p50 ms", func(f vectorFigure) string { return benchMs(f.P50Ms) }},
-		{"p99 ms", func(f vectorFigure) string { return benchMs(f.P99Ms) }},
-		{"bytes on disk", func(f vectorFigure) string {
+		{"p50 ms", func(f VectorFigure) string { return benchMs(f.P50Ms) }},
+		{"p99 ms", func(f VectorFigure) string { return benchMs(f.P99Ms) }},
+		{"bytes on disk", func(f VectorFigure) string {
 			if f.DiskBytes == 0 {
 				return "—"
 			}
 			return benchBytes(f.DiskBytes)
 		}},
-		{"RSS growth", func(f vectorFigure) string { return benchBytes(f.RSSBytes) }},
+		{"RSS growth", func(f VectorFigure) string { return benchBytes(f.RSSBytes) }},
 	} {
 		fmt.Fprintf(w, "Growth, vector leg %s:\n\n| vectors |", m.title)
 		for _, v := range variants {
@@ -173,7 +177,7 @@ func writeGrowthTables(w io.Writer, rep benchReport) {
 
 // vectorAxes returns the sizes (ascending) and variants (first-seen order)
 // of figs.
-func vectorAxes(figs []vectorFigure) (sizes []int, variants []string) {
+func vectorAxes(figs []VectorFigure) (sizes []int, variants []string) {
 	for _, f := range figs {
 		if !slices.Contains(sizes, f.Size) {
 			sizes = append(sizes, f.Size)
@@ -187,11 +191,11 @@ func vectorAxes(figs []vectorFigure) (sizes []int, variants []string) {
 }
 
 // growthPanels turns the report into the panels of growth.png.
-func growthPanels(rep benchReport) []plotPanel {
+func growthPanels(rep Report) []plotPanel {
 	var panels []plotPanel
 	if len(rep.Vector) > 0 {
 		_, variants := vectorAxes(rep.Vector)
-		series := func(val func(vectorFigure) float64, skip string) []plotSeries {
+		series := func(val func(VectorFigure) float64, skip string) []plotSeries {
 			var out []plotSeries
 			for _, v := range variants {
 				if v == skip {
@@ -208,10 +212,10 @@ func growthPanels(rep benchReport) []plotPanel {
 			return out
 		}
 		panels = append(panels,
-			plotPanel{Title: "VECTOR LEG P50 MS", Series: series(func(f vectorFigure) float64 { return f.P50Ms }, "")},
-			plotPanel{Title: "VECTOR LEG P99 MS", Series: series(func(f vectorFigure) float64 { return f.P99Ms }, "")},
-			plotPanel{Title: "BYTES ON DISK, MIB", Series: series(func(f vectorFigure) float64 { return float64(f.DiskBytes) / (1 << 20) }, variantGoScan)},
-			plotPanel{Title: "RSS GROWTH, MIB", Series: series(func(f vectorFigure) float64 { return float64(f.RSSBytes) / (1 << 20) }, "")},
+			plotPanel{Title: "Vector leg, p50", XLabel: "vectors", YLabel: "ms", Series: series(func(f VectorFigure) float64 { return f.P50Ms }, "")},
+			plotPanel{Title: "Vector leg, p99", XLabel: "vectors", YLabel: "ms", Series: series(func(f VectorFigure) float64 { return f.P99Ms }, "")},
+			plotPanel{Title: "Bytes on disk", XLabel: "vectors", YLabel: "MiB", Series: series(func(f VectorFigure) float64 { return float64(f.DiskBytes) / (1 << 20) }, VariantGoScan)},
+			plotPanel{Title: "RSS growth", XLabel: "vectors", YLabel: "MiB", Series: series(func(f VectorFigure) float64 { return float64(f.RSSBytes) / (1 << 20) }, "")},
 		)
 	}
 	if len(rep.Hot) > 0 {
@@ -219,7 +223,7 @@ func growthPanels(rep benchReport) []plotPanel {
 		for _, f := range rep.Hot {
 			ss = append(ss, plotSeries{Name: f.System, X: []float64{float64(f.Messages)}, Y: []float64{f.PerSecond}})
 		}
-		panels = append(panels, plotPanel{Title: "ONE HOT NAMESPACE, MESSAGES/S", XLabel: "MESSAGES", Series: ss})
+		panels = append(panels, plotPanel{Title: "Ingest, one hot namespace", XLabel: "messages", YLabel: "messages/s", Series: ss})
 	}
 	if len(rep.Search) > 0 {
 		var modes []string
@@ -238,7 +242,7 @@ func growthPanels(rep benchReport) []plotPanel {
 			}
 			ss = append(ss, s)
 		}
-		panels = append(panels, plotPanel{Title: "SEARCH OVER NATS, MS", Series: ss})
+		panels = append(panels, plotPanel{Title: "Search over NATS, p50", YLabel: "ms", Series: ss})
 	}
 	if len(rep.Concurrency) > 0 {
 		var levels []int
@@ -257,24 +261,24 @@ func growthPanels(rep benchReport) []plotPanel {
 			}
 			ss = append(ss, s)
 		}
-		panels = append(panels, plotPanel{Title: "HYBRID QUERIES/S", Series: ss})
+		panels = append(panels, plotPanel{Title: "Hybrid search under concurrency", YLabel: "queries/s", Series: ss})
 	}
 	return panels
 }
 
-// renderReports merges the report.json files at paths (the first one's
-// date, machine and command; every one's figures, in order) and writes the
-// tables and plot of the merge to dir.
-func renderReports(paths []string, dir string, stdout io.Writer) error {
-	var rep benchReport
+// Merge reads the report.json files at paths and merges them: the first
+// one's date, machine and command (the others' commands appended), every
+// one's figures in order, and the last LoCoMo part given.
+func Merge(paths []string) (Report, error) {
+	var rep Report
 	for i, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
-			return fmt.Errorf("--render: %w", err)
+			return Report{}, err
 		}
-		var r benchReport
+		var r Report
 		if err := json.Unmarshal(b, &r); err != nil {
-			return fmt.Errorf("--render %s: not a bench report: %w", p, err)
+			return Report{}, fmt.Errorf("%s: not a bench report: %w", p, err)
 		}
 		if i == 0 {
 			rep.Date, rep.Machine, rep.Command = r.Date, r.Machine, r.Command
@@ -292,11 +296,5 @@ func renderReports(paths []string, dir string, stdout io.Writer) error {
 			rep.Locomo = r.Locomo
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	if err := writeBenchOutputs(dir, rep); err != nil {
-		return err
-	}
-	return writeTables(stdout, rep)
+	return rep, nil
 }

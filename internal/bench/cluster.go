@@ -1,11 +1,9 @@
-package main
+package bench
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,7 +16,7 @@ import (
 
 	"memindex"
 	"memindex/consumer"
-	"memindex/node"
+	"memindex/internal/harness"
 )
 
 // The cluster suite (`memindex bench --suite cluster`; not in the default
@@ -41,83 +39,28 @@ import (
 // dynamic group of the largest W is also started cold and timed until its
 // partitions are spread.
 
-// clusterFlags are the cluster suite's flags of `memindex bench`.
-type clusterFlags struct {
-	workers  *string
-	messages *int
-	rounds   *int
-	chunks   *int
-	group    *bool
-	leaseTTL *time.Duration
-}
-
-// registerClusterFlags registers the cluster suite's flags on fs.
-func registerClusterFlags(fs *flag.FlagSet) clusterFlags {
-	return clusterFlags{
-		workers:  fs.String("cluster-workers", "1,2,3", "cluster suite: numbers of workers to ingest with, each on a fresh stream"),
-		messages: fs.Int("cluster-messages", 50000, "cluster suite: messages in the generated corpus every number of workers ingests"),
-		rounds:   fs.Int("cluster-rounds", 3, "cluster suite: times every number of workers ingests the corpus (the tables give the median); the search part and the group run once"),
-		chunks:   fs.Int("cluster-chunks", 10000, "cluster suite: chunks in the namespace searched direct and through non-holders (at 2 workers, else the most); 0 skips the search part"),
-		group:    fs.Bool("cluster-group", true, "cluster suite: also start a dynamic group of the most workers and time how long its partitions take to spread"),
-		leaseTTL: fs.Duration("cluster-lease-ttl", consumer.DefaultLeaseTTL, "cluster suite: lease TTL of the dynamic group (renewals and claims run every TTL/6)"),
-	}
-}
-
-// config validates the flags and returns the suite's configuration; the
-// caller sets Dir and Log.
-func (f clusterFlags) config(queries int) (clusterBenchConfig, error) {
-	ws, err := parseSizes("--cluster-workers", *f.workers)
-	if err != nil {
-		return clusterBenchConfig{}, err
-	}
-	if len(ws) == 0 {
-		return clusterBenchConfig{}, errors.New("--cluster-workers: empty; give numbers of workers such as 1,2,3")
-	}
-	for _, w := range ws {
-		if w > memindex.DefaultPartitions {
-			return clusterBenchConfig{}, fmt.Errorf("--cluster-workers: %d workers for %d partitions; give at most %d", w, memindex.DefaultPartitions, memindex.DefaultPartitions)
-		}
-	}
-	if *f.messages < 1 {
-		return clusterBenchConfig{}, fmt.Errorf("--cluster-messages %d: want at least 1", *f.messages)
-	}
-	if *f.rounds < 1 {
-		return clusterBenchConfig{}, fmt.Errorf("--cluster-rounds %d: want at least 1", *f.rounds)
-	}
-	if *f.chunks < 0 {
-		return clusterBenchConfig{}, fmt.Errorf("--cluster-chunks %d: want 0 (skip the search part) or more", *f.chunks)
-	}
-	if *f.group && *f.leaseTTL < time.Second {
-		return clusterBenchConfig{}, fmt.Errorf("--cluster-lease-ttl %s: want at least 1s", *f.leaseTTL)
-	}
-	ttl := time.Duration(0)
-	if *f.group {
-		ttl = *f.leaseTTL
-	}
-	return clusterBenchConfig{Workers: ws, Messages: *f.messages, Rounds: *f.rounds, Chunks: *f.chunks, Queries: queries, GroupTTL: ttl}, nil
-}
-
-// clusterBenchConfig is what the cluster suite measures.
-type clusterBenchConfig struct {
+// ClusterConfig is what the cluster suite measures.
+type ClusterConfig struct {
 	Workers  []int
 	Messages int
 	Rounds   int
-	Chunks   int // 0: no search part
-	Queries  int // per path
-	GroupTTL time.Duration
+	Chunks   int           // 0: no search part
+	Queries  int           // per path
+	GroupTTL time.Duration // 0: no dynamic group
 	Dir      string
 	Log      func(string, ...any)
+	Hooks    harness.Hooks
 }
 
-// clusterReport is the cluster suite's part of the bench report.
-type clusterReport struct {
-	Ingest []clusterIngestFigure `json:"ingest,omitempty"`
-	Search []clusterSearchFigure `json:"search,omitempty"`
-	Spread []clusterSpreadFigure `json:"spread,omitempty"`
+// ClusterReport is the cluster suite's part of the bench report.
+type ClusterReport struct {
+	Ingest []ClusterIngestFigure `json:"ingest,omitempty"`
+	Search []ClusterSearchFigure `json:"search,omitempty"`
+	Spread []ClusterSpreadFigure `json:"spread,omitempty"`
 }
 
-// clusterSpreadFigure is a dynamic group started cold.
-type clusterSpreadFigure struct {
+// ClusterSpreadFigure is a dynamic group started cold.
+type ClusterSpreadFigure struct {
 	Workers         int     `json:"workers"`
 	LeaseTTLSeconds float64 `json:"leaseTTLSeconds"`
 	// Seconds from the first worker's start until every partition is ready
@@ -126,13 +69,16 @@ type clusterSpreadFigure struct {
 	Held    []int   `json:"held"` // partitions each worker holds then
 }
 
-// runClusterSuite runs the cluster suite: Rounds rounds over Workers (the
+// RunClusterSuite runs the cluster suite: Rounds rounds over Workers (the
 // even rounds in reverse order, so that neither warm-up nor a drift of the
 // machine's load favours one number of workers), the search part in the
 // first round, then the dynamic group.
-func runClusterSuite(ctx context.Context, cfg clusterBenchConfig) (*clusterReport, error) {
-	rep := &clusterReport{}
-	lines := generatedEvents(cfg.Messages)
+func RunClusterSuite(ctx context.Context, cfg ClusterConfig) (*ClusterReport, error) {
+	rep := &ClusterReport{}
+	lines := GeneratedEvents(cfg.Messages)
+	if cfg.Hooks.StartServer == nil {
+		return nil, harness.ErrNoHooks
+	}
 	searchAt := clusterSearchWorkers(cfg.Workers)
 	for round := 1; round <= cfg.Rounds; round++ {
 		order := slices.Clone(cfg.Workers)
@@ -149,7 +95,7 @@ func runClusterSuite(ctx context.Context, cfg clusterBenchConfig) (*clusterRepor
 	if cfg.GroupTTL > 0 {
 		w := slices.Max(cfg.Workers)
 		cfg.Log("cluster: dynamic group of %d worker(s), lease TTL %s, started cold …", w, cfg.GroupTTL)
-		fig, err := benchSpread(ctx, filepath.Join(cfg.Dir, fmt.Sprintf("group%d", w)), w, cfg.GroupTTL)
+		fig, err := benchSpread(ctx, cfg.Hooks, filepath.Join(cfg.Dir, fmt.Sprintf("group%d", w)), w, cfg.GroupTTL)
 		if err != nil {
 			return nil, fmt.Errorf("group of %d: %w", w, err)
 		}
@@ -162,17 +108,17 @@ func runClusterSuite(ctx context.Context, cfg clusterBenchConfig) (*clusterRepor
 // clusterRun measures w workers ingesting lines live and from a backlog,
 // each on a fresh server and stream, and, when asked, the search paths
 // after the live run.
-func clusterRun(ctx context.Context, cfg clusterBenchConfig, rep *clusterReport, lines [][]byte, w, round int, search bool) error {
+func clusterRun(ctx context.Context, cfg ClusterConfig, rep *ClusterReport, lines [][]byte, w, round int, search bool) error {
 	sets := splitPartitions(memindex.DefaultPartitions, w)
-	for _, mode := range []string{ingestLive, ingestBacklog} {
+	for _, mode := range []string{IngestLive, IngestBacklog} {
 		cfg.Log("cluster: round %d, %d worker(s), partitions %s, %d generated messages, %s …", round, w, strings.Join(sets, " / "), len(lines), mode)
-		err := withBenchCluster(ctx, filepath.Join(cfg.Dir, fmt.Sprintf("w%d-%s", w, mode)), func(c *benchCluster) error {
-			var fig clusterIngestFigure
+		err := withBenchCluster(ctx, cfg.Hooks, filepath.Join(cfg.Dir, fmt.Sprintf("w%d-%s", w, mode)), func(c *benchCluster) error {
+			var fig ClusterIngestFigure
 			var err error
-			if mode == ingestLive {
-				fig, err = c.ingestLive(ctx, sets, lines)
+			if mode == IngestLive {
+				fig, err = c.IngestLive(ctx, sets, lines)
 			} else {
-				fig, err = c.ingestBacklog(ctx, sets, lines)
+				fig, err = c.IngestBacklog(ctx, sets, lines)
 			}
 			if err != nil {
 				return err
@@ -181,7 +127,7 @@ func clusterRun(ctx context.Context, cfg clusterBenchConfig, rep *clusterReport,
 			rep.Ingest = append(rep.Ingest, fig)
 			cfg.Log("  %.0f messages/s (%.2fs, %d chunks), CPU %.1f µs/message, %.2f cores busy, per worker %v; published in %.2fs",
 				fig.PerSecond, fig.Seconds, fig.Chunks, fig.CPUMicrosPerMessage, fig.CoresBusy, fig.MessagesPerWorker, fig.PublishSeconds)
-			if !search || mode != ingestLive {
+			if !search || mode != IngestLive {
 				return nil
 			}
 			cfg.Log("cluster: search at %d workers, %d chunks, %d queries per path …", w, cfg.Chunks, cfg.Queries)
@@ -231,33 +177,38 @@ func splitPartitions(p, w int) []string {
 	return out
 }
 
+// clusterReadyLag is the workers' --ready-lag: serve's default.
+const clusterReadyLag = 1000
+
 // benchCluster is a NATS server started by the bench with the event
 // stream, the bench's connection to it, and the workers running on it.
 type benchCluster struct {
+	hooks harness.Hooks
 	dir   string
 	srv   *server.Server
 	nc    *nats.Conn
 	js    jetstream.JetStream
-	nodes []*node.Node
+	nodes []harness.Node
+	names []string // each node's worker name
 	stops []func() error
 }
 
 // withBenchCluster starts a NATS server with a fresh store and stream under
 // dir (removed first), runs f, then stops the workers f started and the
 // server.
-func withBenchCluster(ctx context.Context, dir string, f func(*benchCluster) error) (err error) {
+func withBenchCluster(ctx context.Context, h harness.Hooks, dir string, f func(*benchCluster) error) (err error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	c := &benchCluster{dir: dir}
+	c := &benchCluster{hooks: h, dir: dir}
 	defer func() { err = errors.Join(err, c.close()) }()
-	if c.srv, err = node.StartEmbedded("127.0.0.1:-1", filepath.Join(dir, "nats")); err != nil {
+	if c.srv, err = h.StartServer(filepath.Join(dir, "nats")); err != nil {
 		return err
 	}
 	if c.nc, err = nats.Connect(c.srv.ClientURL(), nats.Name("memindex bench")); err != nil {
 		return err
 	}
-	if c.js, err = jetstream.New(c.nc, jetstream.WithPublishAsyncMaxPending(8192)); err != nil {
+	if c.js, err = jetstream.New(c.nc, jetstream.WithPublishAsyncMaxPending(2*harness.PublishWindow)); err != nil {
 		return err
 	}
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -300,18 +251,20 @@ func (c *benchCluster) startWorkers(ctx context.Context, sets []string, group st
 // startNodes starts the workers as startWorkers does without running
 // them: their consumers exist, nothing is fetched yet.
 func (c *benchCluster) startNodes(ctx context.Context, sets []string, group string, ttl time.Duration) error {
+	if c.hooks.StartNode == nil {
+		return harness.ErrNoHooks
+	}
 	for i, set := range sets {
-		cfg := benchNodeConfig(filepath.Join(c.dir, fmt.Sprintf("w%d", i+1)))
-		cfg.Worker, cfg.Partitions = fmt.Sprintf("bench-w%d", i+1), set
-		cfg.NATS.Server = c.srv.ClientURL()
+		spec := nodeSpec(filepath.Join(c.dir, fmt.Sprintf("w%d", i+1)), fmt.Sprintf("bench-w%d", i+1))
+		spec.Server, spec.Owned, spec.ReadyLag = c.srv.ClientURL(), set, clusterReadyLag
 		if group != "" {
-			cfg.Partitions, cfg.Group, cfg.Replicas, cfg.LeaseTTL = "", group, 1, ttl
+			spec.Owned, spec.Group, spec.LeaseTTL = "", group, ttl
 		}
-		n, err := node.Open(ctx, cfg, slog.New(slog.DiscardHandler))
+		n, err := c.hooks.StartNode(ctx, spec)
 		if err != nil {
-			return fmt.Errorf("start worker %s: %w", cfg.Worker, err)
+			return fmt.Errorf("start worker %s: %w", spec.Worker, err)
 		}
-		c.nodes = append(c.nodes, n)
+		c.nodes, c.names = append(c.nodes, n), append(c.names, spec.Worker)
 		c.stops = append(c.stops, func() error { return n.Close(context.Background()) })
 	}
 	return nil
@@ -320,10 +273,7 @@ func (c *benchCluster) startNodes(ctx context.Context, sets []string, group stri
 // runNodes runs the started workers until close.
 func (c *benchCluster) runNodes(ctx context.Context) {
 	for i, n := range c.nodes {
-		rctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- n.Run(rctx) }() // waited for by close
-		c.stops[i] = func() error { cancel(); return <-done }
+		c.stops[i] = harness.Run(ctx, n) // called by close
 	}
 }
 
@@ -365,8 +315,8 @@ func pollUntil(ctx context.Context, d time.Duration, what string, cond func() (b
 // benchSpread starts a dynamic group of w workers on a fresh stream and
 // times it, from the first worker's start, until every partition is ready
 // on exactly one worker and none holds more than ceil(P/w).
-func benchSpread(ctx context.Context, dir string, w int, ttl time.Duration) (fig clusterSpreadFigure, err error) {
-	err = withBenchCluster(ctx, dir, func(c *benchCluster) error {
+func benchSpread(ctx context.Context, h harness.Hooks, dir string, w int, ttl time.Duration) (fig ClusterSpreadFigure, err error) {
+	err = withBenchCluster(ctx, h, dir, func(c *benchCluster) error {
 		start := time.Now()
 		if err := c.startWorkers(ctx, make([]string, w), "bench", ttl); err != nil {
 			return err
@@ -390,7 +340,7 @@ func benchSpread(ctx context.Context, dir string, w int, ttl time.Duration) (fig
 			}
 			return slices.Max(held) <= share, nil
 		})
-		fig = clusterSpreadFigure{Workers: w, LeaseTTLSeconds: ttl.Seconds(), Seconds: time.Since(start).Seconds(), Held: held}
+		fig = ClusterSpreadFigure{Workers: w, LeaseTTLSeconds: ttl.Seconds(), Seconds: time.Since(start).Seconds(), Held: held}
 		return err
 	})
 	return fig, err

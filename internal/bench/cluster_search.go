@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -12,21 +12,20 @@ import (
 
 	"memindex"
 	"memindex/internal/corpus"
-	"memindex/node"
 	"memindex/query"
 )
 
-// Search paths of the cluster suite (bench_cluster.go): direct and routed.
+// Search paths of the cluster suite (cluster.go): direct and routed.
 
 // Search paths of the cluster suite.
 const (
-	pathDirect       = "direct"
-	pathRoutedHolder = "routed-holder"
-	pathRoutedRelay  = "routed-relayed"
+	PathDirect       = "direct"
+	PathRoutedHolder = "routed-holder"
+	PathRoutedRelay  = "routed-relayed"
 )
 
-// clusterSearchFigure is the latency of one search path.
-type clusterSearchFigure struct {
+// ClusterSearchFigure is the latency of one search path.
+type ClusterSearchFigure struct {
 	Workers int     `json:"workers"`
 	Chunks  int     `json:"chunks"`
 	Mode    string  `json:"mode"`
@@ -51,19 +50,19 @@ type clusterSearchFigure struct {
 // queue group picks), the latter split by the Memindex-Forwarded-By header.
 // Each query goes both ways, in alternating order, so the machine's load
 // falls on both alike.
-func (c *benchCluster) search(ctx context.Context, ns string, size, queries int) ([]clusterSearchFigure, error) {
+func (c *benchCluster) search(ctx context.Context, ns string, size, queries int) ([]ClusterSearchFigure, error) {
 	P := memindex.DefaultPartitions
 	p := memindex.Partition(ns, P)
-	var holder *node.Node
-	for _, n := range c.nodes {
+	holder := -1
+	for i, n := range c.nodes {
 		if n.Holds(p) {
-			holder = n
+			holder = i
 		}
 	}
-	if holder == nil {
+	if holder < 0 {
 		return nil, fmt.Errorf("no worker serves partition %d of namespace %s", p, ns)
 	}
-	if err := fillNamespace(ctx, holder, ns, size); err != nil {
+	if err := fillNamespace(ctx, c.nodes[holder], ns, size); err != nil {
 		return nil, err
 	}
 	nc, err := nats.Connect(c.srv.ClientURL(), nats.Name("memindex bench searcher"))
@@ -136,7 +135,7 @@ func (c *benchCluster) search(ctx context.Context, ns string, size, queries int)
 				if err != nil {
 					return nil, fmt.Errorf("direct search %q: %w", q, err)
 				}
-				lat[pathDirect] = append(lat[pathDirect], el)
+				lat[PathDirect] = append(lat[PathDirect], el)
 				continue
 			}
 			el, by, err := routed(q)
@@ -144,9 +143,9 @@ func (c *benchCluster) search(ctx context.Context, ns string, size, queries int)
 				return nil, fmt.Errorf("routed search %q: %w", q, err)
 			}
 			if by == "" {
-				lat[pathRoutedHolder] = append(lat[pathRoutedHolder], el)
+				lat[PathRoutedHolder] = append(lat[PathRoutedHolder], el)
 			} else {
-				lat[pathRoutedRelay] = append(lat[pathRoutedRelay], el)
+				lat[PathRoutedRelay] = append(lat[PathRoutedRelay], el)
 				relayedBy[by]++
 			}
 		}
@@ -156,23 +155,23 @@ func (c *benchCluster) search(ctx context.Context, ns string, size, queries int)
 		return nil, err
 	}
 	received := map[string]int{}
-	for _, n := range c.nodes {
-		path := pathRoutedRelay
-		if n == holder {
-			path = pathRoutedHolder
+	for i, name := range c.names {
+		path := PathRoutedRelay
+		if i == holder {
+			path = PathRoutedHolder
 		}
-		received[path] += after[n.Config().Worker] - before[n.Config().Worker]
+		received[path] += after[name] - before[name]
 	}
-	var out []clusterSearchFigure
-	for _, path := range []string{pathDirect, pathRoutedHolder, pathRoutedRelay} {
+	var out []ClusterSearchFigure
+	for _, path := range []string{PathDirect, PathRoutedHolder, PathRoutedRelay} {
 		l := lat[path]
 		slices.Sort(l)
-		f := clusterSearchFigure{Workers: len(c.nodes), Chunks: size, Mode: mode, Path: path, Queries: len(l),
+		f := ClusterSearchFigure{Workers: len(c.nodes), Chunks: size, Mode: mode, Path: path, Queries: len(l),
 			P50Ms: benchPercentile(l, 0.50), P90Ms: benchPercentile(l, 0.90), P99Ms: benchPercentile(l, 0.99), Received: received[path]}
 		if len(l) > 0 {
 			f.MaxMs = l[len(l)-1]
 		}
-		if path == pathRoutedRelay {
+		if path == PathRoutedRelay {
 			f.RelayedBy = relayedBy
 		}
 		out = append(out, f)

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -12,24 +12,23 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"memindex"
-	"memindex/client"
+	"memindex/internal/harness"
 	"memindex/store"
 )
 
-// Ingest runs of the cluster suite (bench_cluster.go): live and from a backlog.
+// Ingest runs of the cluster suite (cluster.go): live and from a backlog.
 
 // Ingest modes of the cluster suite.
 const (
-	ingestLive    = "live"
-	ingestBacklog = "backlog"
+	IngestLive    = "live"
+	IngestBacklog = "backlog"
 )
 
-// clusterIngestFigure is one run of a number of workers ingesting the
+// ClusterIngestFigure is one run of a number of workers ingesting the
 // corpus.
-type clusterIngestFigure struct {
+type ClusterIngestFigure struct {
 	Mode    string `json:"mode"` // live or backlog
 	Workers int    `json:"workers"`
 	Round   int    `json:"round"`
@@ -58,56 +57,56 @@ type clusterIngestFigure struct {
 	Load1             []float64 `json:"load1"` // the machine's 1-minute load average before and after
 }
 
-// ingestLive starts the workers, then publishes lines at full speed and
+// IngestLive starts the workers, then publishes lines at full speed and
 // times them until every partition's shard has applied the last stream
 // sequence of its events.
-func (c *benchCluster) ingestLive(ctx context.Context, sets []string, lines [][]byte) (clusterIngestFigure, error) {
+func (c *benchCluster) IngestLive(ctx context.Context, sets []string, lines [][]byte) (ClusterIngestFigure, error) {
 	if err := c.startWorkers(ctx, sets, "", 0); err != nil {
-		return clusterIngestFigure{}, err
+		return ClusterIngestFigure{}, err
 	}
 	if err := c.waitBound(ctx); err != nil {
-		return clusterIngestFigure{}, err
+		return ClusterIngestFigure{}, err
 	}
 	shards, err := c.shards()
 	if err != nil {
-		return clusterIngestFigure{}, err
+		return ClusterIngestFigure{}, err
 	}
-	msgs, parts, err := corpusMsgs(lines)
+	msgs, parts, err := c.corpusMsgs(lines)
 	if err != nil {
-		return clusterIngestFigure{}, err
+		return ClusterIngestFigure{}, err
 	}
 	load0, cpu0 := loadAverage(), processCPU()
 	start := time.Now()
 	last, err := c.publish(ctx, msgs, parts)
 	if err != nil {
-		return clusterIngestFigure{}, err
+		return ClusterIngestFigure{}, err
 	}
 	published := time.Since(start).Seconds()
 	if err := waitApplied(ctx, shards, last); err != nil {
-		return clusterIngestFigure{}, err
+		return ClusterIngestFigure{}, err
 	}
 	el, cpu := time.Since(start).Seconds(), (processCPU() - cpu0).Seconds()
-	fig := clusterIngestFigure{Mode: ingestLive, PublishSeconds: published}
+	fig := ClusterIngestFigure{Mode: IngestLive, PublishSeconds: published}
 	err = c.tally(ctx, &fig, sets, len(lines), el, cpu, load0)
 	return fig, err
 }
 
-// ingestBacklog publishes lines with no worker running, then starts the
+// IngestBacklog publishes lines with no worker running, then starts the
 // workers and times them, from the moment they all start fetching, until
 // every partition's shard has applied the last stream sequence of its
 // events.
-func (c *benchCluster) ingestBacklog(ctx context.Context, sets []string, lines [][]byte) (clusterIngestFigure, error) {
-	msgs, parts, err := corpusMsgs(lines)
+func (c *benchCluster) IngestBacklog(ctx context.Context, sets []string, lines [][]byte) (ClusterIngestFigure, error) {
+	msgs, parts, err := c.corpusMsgs(lines)
 	if err != nil {
-		return clusterIngestFigure{}, err
+		return ClusterIngestFigure{}, err
 	}
 	cpu0 := processCPU()
 	start := time.Now()
 	last, err := c.publish(ctx, msgs, parts)
 	if err != nil {
-		return clusterIngestFigure{}, err
+		return ClusterIngestFigure{}, err
 	}
-	fig := clusterIngestFigure{Mode: ingestBacklog, PublishSeconds: time.Since(start).Seconds(),
+	fig := ClusterIngestFigure{Mode: IngestBacklog, PublishSeconds: time.Since(start).Seconds(),
 		PublishCPUMicrosPerMessage: (processCPU() - cpu0).Seconds() * 1e6 / float64(len(lines))}
 	if err := c.startNodes(ctx, sets, "", 0); err != nil {
 		return fig, err
@@ -129,48 +128,24 @@ func (c *benchCluster) ingestBacklog(ctx context.Context, sets []string, lines [
 
 // corpusMsgs turns lines into event messages (new ones for every publish:
 // publishing sets their headers) and each one's partition.
-func corpusMsgs(lines [][]byte) ([]*nats.Msg, []int, error) {
+func (c *benchCluster) corpusMsgs(lines [][]byte) ([]*nats.Msg, []int, error) {
 	msgs := make([]*nats.Msg, len(lines))
 	parts := make([]int, len(lines))
 	for i, l := range lines {
-		m, err := client.LineMsg(l, "", false)
+		m, err := c.hooks.EventMsg(l, "")
 		if err != nil {
 			return nil, nil, err
 		}
 		msgs[i] = m
-		parts[i] = memindex.Partition(strings.TrimPrefix(m.Subject, memindex.EventSubjectPrefix+"."), memindex.DefaultPartitions)
+		parts[i] = harness.PartitionOfSubject(m.Subject, memindex.DefaultPartitions)
 	}
 	return msgs, parts, nil
 }
 
-// publish publishes msgs at full speed, a window of acknowledgements in
-// flight, and returns each partition's last stream sequence.
+// publish publishes msgs at full speed (harness.Publish) and returns each
+// partition's last stream sequence.
 func (c *benchCluster) publish(ctx context.Context, msgs []*nats.Msg, parts []int) (map[int]uint64, error) {
-	futures := make([]jetstream.PubAckFuture, len(msgs))
-	for i, m := range msgs {
-		var err error
-		if futures[i], err = c.js.PublishMsgAsync(m); err != nil {
-			return nil, fmt.Errorf("publish: %w", err)
-		}
-		if i%4096 == 4095 {
-			<-c.js.PublishAsyncComplete()
-		}
-	}
-	select {
-	case <-c.js.PublishAsyncComplete():
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	last := map[int]uint64{}
-	for i, f := range futures {
-		select {
-		case a := <-f.Ok():
-			last[parts[i]] = max(last[parts[i]], a.Sequence)
-		case err := <-f.Err():
-			return nil, fmt.Errorf("publish: %w", err)
-		}
-	}
-	return last, nil
+	return harness.Publish(ctx, c.js, msgs, parts)
 }
 
 // shards returns each partition's shard; every partition has one holder.
@@ -216,17 +191,17 @@ func waitApplied(ctx context.Context, shards map[int]*store.Shard, last map[int]
 
 // tally fills fig with the run's figures and the shards' counts, and
 // checks that the shards hold every message.
-func (c *benchCluster) tally(ctx context.Context, fig *clusterIngestFigure, sets []string, messages int, el, cpu, load0 float64) error {
+func (c *benchCluster) tally(ctx context.Context, fig *ClusterIngestFigure, sets []string, messages int, el, cpu, load0 float64) error {
 	fig.Workers, fig.Partitions, fig.Messages = len(c.nodes), sets, messages
 	fig.Seconds, fig.PerSecond = el, float64(messages)/el
 	fig.CPUSeconds, fig.CPUMicrosPerMessage, fig.CoresBusy = cpu, cpu*1e6/float64(messages), cpu/el
 	fig.Load1 = []float64{load0, loadAverage()}
 	var applied int64
 	for _, n := range c.nodes {
-		t := totals(ctx, n)
-		fig.MessagesPerWorker = append(fig.MessagesPerWorker, t.messages)
-		fig.Chunks += t.chunks
-		applied += t.messages
+		t := harness.Count(ctx, n)
+		fig.MessagesPerWorker = append(fig.MessagesPerWorker, t.Messages)
+		fig.Chunks += t.Chunks
+		applied += t.Messages
 	}
 	if applied != int64(messages) {
 		return fmt.Errorf("the shards hold %d messages after every partition applied its last event, want %d", applied, messages)

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"cmp"
@@ -9,15 +9,15 @@ import (
 	"strings"
 )
 
-// The cluster suite's tables in the bench report (bench_report.go).
+// The cluster suite's tables in the bench report (report.go).
 
 // mergeClusterReports appends b's figures to a's (either may be nil).
-func mergeClusterReports(a, b *clusterReport) *clusterReport {
+func mergeClusterReports(a, b *ClusterReport) *ClusterReport {
 	if b == nil {
 		return a
 	}
 	if a == nil {
-		a = &clusterReport{}
+		a = &ClusterReport{}
 	}
 	a.Ingest = append(a.Ingest, b.Ingest...)
 	a.Search = append(a.Search, b.Search...)
@@ -27,13 +27,13 @@ func mergeClusterReports(a, b *clusterReport) *clusterReport {
 
 // clusterPathLabels describe the search paths in tables.
 var clusterPathLabels = map[string]string{
-	pathDirect:       "direct: Go client → `memindex.psearch.<p>.<ns>` → holder",
-	pathRoutedHolder: "routed: `memindex.search.<ns>`, picked worker holds it",
-	pathRoutedRelay:  "routed: picked worker relays to the holder",
+	PathDirect:       "direct: Go client → `memindex.psearch.<p>.<ns>` → holder",
+	PathRoutedHolder: "routed: `memindex.search.<ns>`, picked worker holds it",
+	PathRoutedRelay:  "routed: picked worker relays to the holder",
 }
 
 // writeClusterTables prints the cluster suite's figures as markdown.
-func writeClusterTables(w io.Writer, rep *clusterReport) {
+func writeClusterTables(w io.Writer, rep *ClusterReport) {
 	if rep == nil {
 		return
 	}
@@ -47,7 +47,7 @@ func writeClusterTables(w io.Writer, rep *clusterReport) {
 		fmt.Fprintln(w, "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|")
 		for _, f := range rep.Search {
 			recv := "—"
-			if f.Path != pathDirect {
+			if f.Path != PathDirect {
 				recv = strconv.Itoa(f.Received)
 			}
 			fmt.Fprintf(w, "| %d | %s | %s | %s | %d | %s | %s | %s | %s | %s |\n", f.Workers, benchThousands(f.Chunks), f.Mode, clusterPathLabels[f.Path],
@@ -73,13 +73,13 @@ func writeClusterTables(w io.Writer, rep *clusterReport) {
 
 // writeClusterIngest prints the median of the rounds of each mode and
 // number of workers, then every run.
-func writeClusterIngest(w io.Writer, figs []clusterIngestFigure) {
+func writeClusterIngest(w io.Writer, figs []ClusterIngestFigure) {
 	type key struct {
 		mode    string
 		workers int
 	}
 	var keys []key
-	by := map[key][]clusterIngestFigure{}
+	by := map[key][]ClusterIngestFigure{}
 	for _, f := range figs {
 		k := key{f.Mode, f.Workers}
 		if _, ok := by[k]; !ok {
@@ -87,11 +87,11 @@ func writeClusterIngest(w io.Writer, figs []clusterIngestFigure) {
 		}
 		by[k] = append(by[k], f)
 	}
-	modeRank := func(m string) int { return slices.Index([]string{ingestLive, ingestBacklog}, m) }
+	modeRank := func(m string) int { return slices.Index([]string{IngestLive, IngestBacklog}, m) }
 	slices.SortFunc(keys, func(a, b key) int {
 		return cmp.Or(cmp.Compare(modeRank(a.mode), modeRank(b.mode)), cmp.Compare(a.workers, b.workers))
 	})
-	median := func(fs []clusterIngestFigure, v func(clusterIngestFigure) float64) float64 {
+	median := func(fs []ClusterIngestFigure, v func(ClusterIngestFigure) float64) float64 {
 		xs := make([]float64, len(fs))
 		for i, f := range fs {
 			xs[i] = v(f)
@@ -102,7 +102,7 @@ func writeClusterIngest(w io.Writer, figs []clusterIngestFigure) {
 		}
 		return xs[len(xs)/2]
 	}
-	rate := func(f clusterIngestFigure) float64 { return f.PerSecond }
+	rate := func(f ClusterIngestFigure) float64 { return f.PerSecond }
 	fmt.Fprintln(w, "Ingest with W workers in one process, static partitions, a fresh server and stream each run; live: workers running, the corpus")
 	fmt.Fprintln(w, "published at full speed, first publish → last commit; backlog: the corpus published first, then the workers started together,")
 	fmt.Fprintln(w, "first fetch → last commit. CPU is the process's (workers, NATS server and, live, the publisher). Median of the rounds:")
@@ -111,19 +111,19 @@ func writeClusterIngest(w io.Writer, figs []clusterIngestFigure) {
 	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---|---:|---:|---:|---:|")
 	for _, k := range keys {
 		fs := by[k]
-		byRate := func(a, b clusterIngestFigure) int { return cmp.Compare(a.PerSecond, b.PerSecond) }
+		byRate := func(a, b ClusterIngestFigure) int { return cmp.Compare(a.PerSecond, b.PerSecond) }
 		lo, hi := slices.MinFunc(fs, byRate), slices.MaxFunc(fs, byRate)
 		ratio := "—"
 		if one, ok := by[key{k.mode, 1}]; ok {
 			ratio = fmt.Sprintf("%.2f×", median(fs, rate)/median(one, rate))
 		}
 		pub := "—"
-		if k.mode == ingestBacklog {
-			pub = fmt.Sprintf("%.1f", median(fs, func(f clusterIngestFigure) float64 { return f.PublishCPUMicrosPerMessage }))
+		if k.mode == IngestBacklog {
+			pub = fmt.Sprintf("%.1f", median(fs, func(f ClusterIngestFigure) float64 { return f.PublishCPUMicrosPerMessage }))
 		}
 		fmt.Fprintf(w, "| %s | %d | %s | %s | %d | %s | %s–%s | %s | %.1f | %.2f | %s |\n", k.mode, k.workers, strings.Join(fs[0].Partitions, " / "),
 			benchThousands(fs[0].Messages), len(fs), benchThousands(int(median(fs, rate))), benchThousands(int(lo.PerSecond)), benchThousands(int(hi.PerSecond)), ratio,
-			median(fs, func(f clusterIngestFigure) float64 { return f.CPUMicrosPerMessage }), median(fs, func(f clusterIngestFigure) float64 { return f.CoresBusy }), pub)
+			median(fs, func(f ClusterIngestFigure) float64 { return f.CPUMicrosPerMessage }), median(fs, func(f ClusterIngestFigure) float64 { return f.CoresBusy }), pub)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Every run, in the order run:")

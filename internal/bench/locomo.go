@@ -1,11 +1,10 @@
-package main
+package bench
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,7 +14,7 @@ import (
 	"memindex"
 	"memindex/embedder"
 	"memindex/internal/eval"
-	"memindex/node"
+	"memindex/internal/harness"
 	"memindex/query"
 )
 
@@ -34,14 +33,14 @@ const locomoWarmup = 20
 
 // The systems of the locomo table that are not a memindex mode.
 const (
-	locomoFTS5      = "FTS5 bm25"
-	locomoScanConv  = "float32 scan, conversation"
-	locomoScanAll   = "float32 scan, namespace"
-	locomoQueryEmbd = "query embedding (built-in)"
+	LocomoFTS5       = "FTS5 bm25"
+	LocomoScanConv   = "float32 scan, conversation"
+	LocomoScanAll    = "float32 scan, namespace"
+	LocomoQueryEmbed = "query embedding (built-in)"
 )
 
-// locomoBenchConfig is what the locomo part measures.
-type locomoBenchConfig struct {
+// LocomoConfig is what the locomo part measures.
+type LocomoConfig struct {
 	// Events is LoCoMo's events file; the queries file is the
 	// .queries.jsonl beside it, the only other corpus file of its directory.
 	Events string
@@ -51,10 +50,11 @@ type locomoBenchConfig struct {
 	// Required makes absent files an error; otherwise the part is skipped.
 	Required bool
 	Log      func(string, ...any)
+	Hooks    harness.Hooks
 }
 
-// locomoReport is the locomo part's result.
-type locomoReport struct {
+// LocomoReport is the locomo part's result.
+type LocomoReport struct {
 	Corpus        string `json:"corpus"`
 	Messages      int    `json:"messages"`
 	Chunks        int64  `json:"chunks"`
@@ -70,11 +70,11 @@ type locomoReport struct {
 	IndexSeconds     float64        `json:"indexSeconds"`
 	BM25IndexSeconds float64        `json:"bm25IndexSeconds"`
 	ScanEmbedSeconds float64        `json:"scanEmbedSeconds"`
-	Systems          []locomoFigure `json:"systems"`
+	Systems          []LocomoFigure `json:"systems"`
 }
 
-// locomoFigure is one system's latency over every question.
-type locomoFigure struct {
+// LocomoFigure is one system's latency over every question.
+type LocomoFigure struct {
 	System string `json:"system"`
 	// Where is "NATS" (client side, one request at a time) or "in process".
 	Where string `json:"where"`
@@ -117,9 +117,9 @@ type locomoVectors struct {
 	n    int
 }
 
-// runLocomoSuite runs the locomo part; nil when its files are absent and
+// RunLocomoSuite runs the locomo part; nil when its files are absent and
 // not Required.
-func runLocomoSuite(ctx context.Context, cfg locomoBenchConfig) (*locomoReport, error) {
+func RunLocomoSuite(ctx context.Context, cfg LocomoConfig) (*LocomoReport, error) {
 	queries := strings.TrimSuffix(cfg.Events, ".events.jsonl") + ".queries.jsonl"
 	for _, p := range []string{cfg.Events, queries} {
 		if _, err := os.Stat(p); err != nil {
@@ -146,29 +146,26 @@ func runLocomoSuite(ctx context.Context, cfg locomoBenchConfig) (*locomoReport, 
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	rep := &locomoReport{Corpus: c.Name, Messages: len(c.Messages), Conversations: len(c.SessionKeys()),
+	rep := &LocomoReport{Corpus: c.Name, Messages: len(c.Messages), Conversations: len(c.SessionKeys()),
 		Questions: len(c.Questions), SkippedQuestions: c.Skipped, K: vecK}
 
 	// memindex: a node, LoCoMo published into one namespace, every message
 	// indexed and every vector written.
-	n, err := node.Open(ctx, benchNodeConfig(filepath.Join(cfg.Dir, "node")), slog.New(slog.DiscardHandler))
+	n, stop, err := cfg.Hooks.Start(ctx, nodeSpec(filepath.Join(cfg.Dir, "node"), "bench"))
 	if err != nil {
 		return nil, err
 	}
-	rctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- n.Run(rctx) }()
-	defer func() { stop(); <-done }()
+	defer stop() //nolint:errcheck // the figures are taken; a shutdown error changes none
 	cfg.Log("locomo: indexing %d messages into %s …", len(c.Messages), locomoNamespace)
 	t0 := time.Now()
-	if _, err := benchIngest(ctx, n, c.Name, c.Events, locomoNamespace); err != nil {
+	if _, err := cfg.Hooks.Ingest(ctx, n, c.Events, locomoNamespace); err != nil {
 		return nil, fmt.Errorf("locomo: %w", err)
 	}
-	if err := waitVectors(ctx, n, int64(len(c.Messages))); err != nil {
+	if err := harness.WaitVectors(ctx, n, int64(len(c.Messages))); err != nil {
 		return nil, fmt.Errorf("locomo: %w", err)
 	}
 	rep.IndexSeconds = time.Since(t0).Seconds()
-	rep.Chunks = totals(ctx, n).chunks
+	rep.Chunks = harness.Count(ctx, n).Chunks
 
 	// The floors over the same messages, "Speaker: text" each.
 	t0 = time.Now()
@@ -228,12 +225,12 @@ func runLocomoSuite(ctx context.Context, cfg locomoBenchConfig) (*locomoReport, 
 			}})
 	}
 	systems = append(systems,
-		&locomoSystem{name: locomoFTS5, where: "in process", searched: convSize,
+		&locomoSystem{name: LocomoFTS5, where: "in process", searched: convSize,
 			ask: func(ctx context.Context, q eval.Question, _ []float32) (int, bool, error) {
 				hits, err := bm25.Search(ctx, q.SessionKey, q.Text, vecK)
 				return len(hits), false, err
 			}},
-		&locomoSystem{name: locomoScanConv, where: "in process", searched: convSize,
+		&locomoSystem{name: LocomoScanConv, where: "in process", searched: convSize,
 			ask: func(_ context.Context, q eval.Question, qv []float32) (int, bool, error) {
 				cv := conv[q.SessionKey]
 				if cv == nil {
@@ -242,13 +239,13 @@ func runLocomoSuite(ctx context.Context, cfg locomoBenchConfig) (*locomoReport, 
 				t := scanFloat32(qv, cv.data)
 				return t.n, false, nil
 			}},
-		&locomoSystem{name: locomoScanAll, where: "in process", searched: func(eval.Question) int { return all.n },
+		&locomoSystem{name: LocomoScanAll, where: "in process", searched: func(eval.Question) int { return all.n },
 			ask: func(_ context.Context, q eval.Question, qv []float32) (int, bool, error) {
 				t := scanFloat32(qv, all.data)
 				return t.n, false, nil
 			}},
 	)
-	embedQ := &locomoSystem{name: locomoQueryEmbd, where: "in process", searched: func(eval.Question) int { return 0 }}
+	embedQ := &locomoSystem{name: LocomoQueryEmbed, where: "in process", searched: func(eval.Question) int { return 0 }}
 
 	// One question at a time: embed it (timed on its own), then every system
 	// in turn, starting with a different one each question.
@@ -300,7 +297,7 @@ func runLocomoSuite(ctx context.Context, cfg locomoBenchConfig) (*locomoReport, 
 	for _, s := range append(systems, embedQ) {
 		rep.Systems = append(rep.Systems, s.figure())
 	}
-	if i := slices.IndexFunc(rep.Systems, func(f locomoFigure) bool { return f.System == "memindex hybrid" }); i >= 0 {
+	if i := slices.IndexFunc(rep.Systems, func(f LocomoFigure) bool { return f.System == "memindex hybrid" }); i >= 0 {
 		for j := range rep.Systems {
 			if p := rep.Systems[j].P50Ms; p > 0 && rep.Systems[j].MessagesSearched > 0 {
 				rep.Systems[j].HybridRatio = rep.Systems[i].P50Ms / p
@@ -314,14 +311,14 @@ func runLocomoSuite(ctx context.Context, cfg locomoBenchConfig) (*locomoReport, 
 }
 
 // figure summarizes s's timed answers.
-func (s *locomoSystem) figure() locomoFigure {
+func (s *locomoSystem) figure() LocomoFigure {
 	lat := slices.Clone(s.lat)
 	slices.Sort(lat)
 	var sum float64
 	for _, v := range lat {
 		sum += v
 	}
-	f := locomoFigure{System: s.name, Where: s.where, Queries: len(lat), NoHit: s.noHit, Degraded: s.degraded,
+	f := LocomoFigure{System: s.name, Where: s.where, Queries: len(lat), NoHit: s.noHit, Degraded: s.degraded,
 		P50Ms: benchPercentile(lat, 0.50), P90Ms: benchPercentile(lat, 0.90), P99Ms: benchPercentile(lat, 0.99)}
 	if len(lat) > 0 {
 		f.MaxMs, f.MeanMs, f.MessagesSearched = lat[len(lat)-1], sum/float64(len(lat)), float64(s.over)/float64(len(lat))
@@ -330,21 +327,6 @@ func (s *locomoSystem) figure() locomoFigure {
 		f.PerSecond = float64(len(lat)) / (sum / 1000)
 	}
 	return f
-}
-
-// waitVectors waits until the node's shards hold want messages and no
-// chunk waits for its vector.
-func waitVectors(ctx context.Context, n *node.Node, want int64) error {
-	for {
-		if t := totals(ctx, n); t.messages >= want && t.waiting == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 // scanFloat32 is the plain floor: the vecK best of the vecDims-wide
@@ -366,20 +348,8 @@ func scanFloat32(q, data []float32) topN {
 
 func durMs(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
-// splitModes returns the comma-separated modes of s, trimmed, empty ones
-// left out.
-func splitModes(s string) []string {
-	var out []string
-	for _, m := range strings.Split(s, ",") {
-		if m = strings.TrimSpace(m); m != "" {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // writeLocomoTable prints the locomo part's table; nothing without one.
-func writeLocomoTable(w io.Writer, r *locomoReport) {
+func writeLocomoTable(w io.Writer, r *LocomoReport) {
 	if r == nil {
 		return
 	}
@@ -391,7 +361,7 @@ func writeLocomoTable(w io.Writer, r *locomoReport) {
 		"over the question's conversation or over all %s messages, top %d, the query's embedding excluded (its own row). "+
 		"Built: memindex %.2f s (publish to last vector), FTS5 %.2f s, embedding for the scan %.2f s.\n\n",
 		r.Corpus, benchThousands(r.Questions), benchThousands(r.Messages), benchThousands(int(r.Chunks)), r.Conversations, r.K,
-		locomoWarmup, locomoFTS5, r.K, vecDims, benchThousands(r.Messages), r.K, r.IndexSeconds, r.BM25IndexSeconds, r.ScanEmbedSeconds)
+		locomoWarmup, LocomoFTS5, r.K, vecDims, benchThousands(r.Messages), r.K, r.IndexSeconds, r.BM25IndexSeconds, r.ScanEmbedSeconds)
 	fmt.Fprintln(w, "| system | where | messages searched | queries | p50 ms | p90 ms | p99 ms | mean ms | q/s | hybrid p50 ÷ p50 | no hit | degraded |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, f := range r.Systems {

@@ -1,0 +1,211 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"memindex"
+	"memindex/embedder"
+	"memindex/internal/corpus"
+	"memindex/internal/harness"
+	"memindex/query"
+	"memindex/store"
+)
+
+// nodeSpec is the node every suite that needs one starts: the built-in
+// embedder (384 dims), all partitions, data under dir.
+func nodeSpec(dir, worker string) harness.NodeSpec {
+	return harness.NodeSpec{Dir: dir, Worker: worker, Partitions: memindex.DefaultPartitions, Dims: vecDims, Batch: 1000, ChunkTokens: 400, ContextMessages: 2}
+}
+
+// runNodeSuites starts a node in process and runs the ingest, hot, search
+// and concurrency suites against it.
+func runNodeSuites(ctx context.Context, cfg Config, run map[string]bool, rep *Report) error {
+	say := cfg.Log
+	spec := nodeSpec(filepath.Join(cfg.Dir, "node"), "bench")
+	n, stop, err := cfg.Hooks.Start(ctx, spec)
+	if err != nil {
+		return err
+	}
+	defer stop() //nolint:errcheck // the figures are taken; a shutdown error changes none
+
+	if run["ingest"] {
+		if f, err := os.Open(cfg.Locomo); err == nil {
+			var lines [][]byte
+			sc := bufio.NewScanner(f)
+			sc.Buffer(make([]byte, 1<<20), 1<<20)
+			for sc.Scan() {
+				lines = append(lines, append([]byte(nil), sc.Bytes()...))
+			}
+			f.Close()
+			say("ingest: LoCoMo, %d messages …", len(lines))
+			fig, err := ingest(ctx, cfg.Hooks, n, "locomo", lines, "bench-locomo")
+			if err != nil {
+				return err
+			}
+			rep.Ingest = append(rep.Ingest, fig)
+			say("  %.0f messages/s (%.2fs, %d chunks)", fig.PerSecond, fig.Seconds, fig.Chunks)
+		} else {
+			say("ingest: LoCoMo skipped (%v)", err)
+		}
+		if cfg.Messages > 0 {
+			lines := GeneratedEvents(cfg.Messages)
+			say("ingest: generated, %d messages …", len(lines))
+			fig, err := ingest(ctx, cfg.Hooks, n, fmt.Sprintf("generated-%d", cfg.Messages), lines, "")
+			if err != nil {
+				return err
+			}
+			rep.Ingest = append(rep.Ingest, fig)
+			say("  %.0f messages/s (%.2fs, %d chunks)", fig.PerSecond, fig.Seconds, fig.Chunks)
+		}
+	}
+	if run["hot"] && cfg.HotMessages > 0 {
+		figs, err := runHot(ctx, cfg.Hooks, n, cfg.HotMessages, cfg.HotSessions, say)
+		if err != nil {
+			return err
+		}
+		say("hot: the floors, in process over the same %d messages …", cfg.HotMessages)
+		floors, err := runHotFloors(ctx, filepath.Join(cfg.Dir, "hot"), cfg.HotMessages, cfg.HotSessions, spec.Batch, say)
+		if err != nil {
+			return err
+		}
+		rep.Hot = append(figs, floors...)
+	}
+	if !run["search"] && !run["concurrency"] {
+		return nil
+	}
+	for _, size := range cfg.SearchChunks {
+		ns := fmt.Sprintf("bench-search-%d", size)
+		say("search: filling namespace %s with %d chunks …", ns, size)
+		if err := fillNamespace(ctx, n, ns, size); err != nil {
+			return err
+		}
+		if run["search"] {
+			for _, mode := range cfg.Modes {
+				fig, err := runSearch(ctx, n, ns, size, mode, cfg.Queries)
+				if err != nil {
+					return err
+				}
+				rep.Search = append(rep.Search, fig)
+				say("  %d chunks, %s: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms over %d queries", size, mode, fig.P50Ms, fig.P90Ms, fig.P99Ms, fig.Queries)
+			}
+		}
+		if run["concurrency"] {
+			for _, c := range cfg.Clients {
+				fig, err := runConcurrency(ctx, n.URL(), ns, size, "hybrid", c, cfg.ConcurrencyDuration)
+				if err != nil {
+					return err
+				}
+				rep.Concurrency = append(rep.Concurrency, fig)
+				say("  %d chunks, %d clients: %.0f queries/s, p50 %.2f ms, p99 %.2f ms (%d queries, %d errors)", size, c, fig.PerSecond, fig.P50Ms, fig.P99Ms, fig.Queries, fig.Errors)
+			}
+		}
+	}
+	return nil
+}
+
+// ingest publishes lines into n and measures until every partition has
+// applied them: messages per second from the first publish to the last
+// commit.
+func ingest(ctx context.Context, h harness.Hooks, n harness.Node, name string, lines [][]byte, ns string) (IngestFigure, error) {
+	in, err := h.Ingest(ctx, n, lines, ns)
+	if err != nil {
+		return IngestFigure{}, err
+	}
+	return IngestFigure{Corpus: name, Messages: in.Messages, Chunks: in.Chunks, Seconds: in.Seconds, PerSecond: in.PerSecond()}, nil
+}
+
+// fillNamespace writes size generated chunks with vectors straight into the
+// namespace's shard: search latency does not depend on how chunks arrived.
+func fillNamespace(ctx context.Context, n harness.Node, ns string, size int) error {
+	p := memindex.Partition(ns, n.Partitions())
+	sh := n.Shards()[p]
+	if sh == nil {
+		return fmt.Errorf("fill %s: the node holds no shard of partition %d", ns, p)
+	}
+	emb := n.Embedder()
+	g := corpus.New(uint64(size))
+	const per = 1000
+	for off := 0; off < size; off += per {
+		cnt := min(per, size-off)
+		chunks := make([]store.Chunk, cnt)
+		texts := make([]string, cnt)
+		for i := range chunks {
+			var b strings.Builder
+			for l := 0; l < 10; l++ {
+				fmt.Fprintf(&b, "%s: %s\n", g.Speakers[l%2], g.Sentence(12+l%3*8))
+			}
+			texts[i] = b.String()
+			id := off + i
+			chunks[i] = store.Chunk{ID: fmt.Sprintf("%s-%d", ns, id), Namespace: ns, Source: memindex.SourceSessions,
+				SessionKey: fmt.Sprintf("chat-%d", id/50), SessionID: "s1", SeqStart: int64(id%50*10 + 1), SeqEnd: int64(id%50*10 + 10),
+				Text: texts[i], TimeStart: time.Unix(1_700_000_000+int64(id)*60, 0), TimeEnd: time.Unix(1_700_000_000+int64(id)*60+600, 0)}
+		}
+		vecs, err := emb.Embed(ctx, embedder.Request{Texts: texts, Kind: embedder.KindDocument})
+		if err != nil {
+			return err
+		}
+		for i := range chunks {
+			chunks[i].Vector = vecs[i]
+		}
+		byKey := map[string][]store.Chunk{}
+		var keys []string
+		for _, c := range chunks {
+			if _, ok := byKey[c.SessionKey]; !ok {
+				keys = append(keys, c.SessionKey)
+			}
+			byKey[c.SessionKey] = append(byKey[c.SessionKey], c)
+		}
+		b := store.Batch{}
+		for _, k := range keys {
+			cs := byKey[k]
+			b.Rechunk = append(b.Rechunk, store.SessionChunks{Session: store.SessionRef{Namespace: ns, SessionKey: k, SessionID: "s1"}, From: cs[0].SeqStart, Chunks: cs})
+		}
+		if _, err := sh.Apply(ctx, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runSearch sends queries one at a time over NATS and reports latency
+// percentiles as the client sees them.
+func runSearch(ctx context.Context, n harness.Node, ns string, size int, mode string, queries int) (SearchFigure, error) {
+	nc, err := nats.Connect(n.URL())
+	if err != nil {
+		return SearchFigure{}, err
+	}
+	defer nc.Close()
+	cl := query.NewClient(nc)
+	g := corpus.New(7)
+	lat := make([]float64, 0, queries)
+	degraded := 0
+	for i := 0; i < queries+20; i++ {
+		q := g.Query(i%2 == 0)
+		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		t0 := time.Now()
+		resp, err := cl.Search(qctx, memindex.SearchRequest{Namespace: ns, Query: q, K: 10, Mode: mode})
+		el := time.Since(t0)
+		cancel()
+		if err != nil {
+			return SearchFigure{}, fmt.Errorf("search %q: %w", q, err)
+		}
+		if i >= 20 && len(resp.Degraded) > 0 {
+			degraded++
+		}
+		if i >= 20 { // the first 20 warm up caches
+			lat = append(lat, float64(el.Microseconds())/1000)
+		}
+	}
+	slices.Sort(lat)
+	pct := func(p float64) float64 { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
+	return SearchFigure{Chunks: size, Mode: mode, Queries: len(lat), P50Ms: pct(0.50), P90Ms: pct(0.90), P99Ms: pct(0.99), MaxMs: lat[len(lat)-1], Degraded: degraded}, nil
+}
