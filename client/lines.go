@@ -171,7 +171,7 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 				res.LastSeq = max(res.LastSeq, ack.Sequence)
 			case err := <-s.f.Err():
 				res.Failed++
-				problem(s.line, fmt.Errorf("publish to %s: %w", s.f.Msg().Subject, err))
+				problem(s.line, fmt.Errorf("publish to %s failed: %w", s.f.Msg().Subject, err))
 			}
 		}
 		futures = futures[:0]
