@@ -1,9 +1,10 @@
 // Command memindex is the one binary of memindex: serve (the worker),
 // publish, search, status, dlq, rebuild, snapshot, bench, eval and doctor.
-// It owns configuration (flags, then environment, then the YAML file of
-// --config / MEMINDEX_CONFIG, then defaults: config.go, which also prints
-// `memindex config show` with each value's source and secrets redacted) and
-// printing; the work is the packages'. serve (serve.go) registers its flags
+// It owns flag registration and printing; the work is the packages'.
+// Configuration is flags, then environment, then the YAML file of --config /
+// MEMINDEX_CONFIG, then defaults: internal/cliconfig layers them and redacts
+// secrets; config.go registers --config, says which commands read it (not
+// bench or eval) and prints `memindex config show`. serve (serve.go) registers its flags
 // with the defaults of node.DefaultConfig, parses them, and runs
 // node.Open and Node.Run; rebuild and snapshot call node.Rebuild and
 // node.Snapshot and print their progress. Logic worth a unit test lives in

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"memindex/embedder"
+	"memindex/internal/cliconfig"
 	"memindex/internal/doctor"
 	"memindex/internal/natsconn"
 	"memindex/internal/secret"
@@ -83,13 +84,13 @@ func redactKeys(s string) string {
 	for _, names := range embedder.KeyEnv {
 		for _, n := range names {
 			if v, _ := secret.Get(n); len(v) >= 4 {
-				s = strings.ReplaceAll(s, v, redacted)
+				s = strings.ReplaceAll(s, v, cliconfig.Redacted)
 			}
 		}
 	}
 	for _, n := range []string{"NATS_PASSWORD", "NATS_TOKEN"} {
 		if v, _ := secret.Get(n); len(v) >= 4 {
-			s = strings.ReplaceAll(s, v, redacted)
+			s = strings.ReplaceAll(s, v, cliconfig.Redacted)
 		}
 	}
 	return s

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"memindex/embedder"
+	"memindex/internal/cliconfig"
 	"memindex/internal/secret"
 	"memindex/node"
 )
@@ -116,18 +117,8 @@ func (s *serveFlags) config() (node.Config, error) {
 	c.MemoryLimit = int64(s.memLimit)
 	c.Limits, c.RatePerNamespace = s.limits.limits, s.limits.rate
 	c.SQLiteVec = s.sqliteVec
-	c.HTTPRequired = flagSet(s.fs, "http")
+	c.HTTPRequired = cliconfig.IsSet(s.fs, "http")
 	return c, c.Validate()
-}
-
-// flagSet reports whether flag name was given on the command line, in its
-// environment variable or in the config file, as opposed to left at its
-// default.
-func flagSet(fs *flag.FlagSet, name string) bool {
-	f := fs.Lookup(name)
-	set := f != nil && envSetFor(f) != ""
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }
 
 func runServe(ctx context.Context, args []string) error {
@@ -135,7 +126,7 @@ func runServe(ctx context.Context, args []string) error {
 	if err := s.fs.Parse(args); err != nil {
 		return err
 	}
-	if _, err := applyConfig(s.fs, nil); err != nil { // flags > env > --config file > defaults (config.go)
+	if _, err := cliconfig.Apply(s.fs, nil); err != nil { // flags > env > --config file > defaults (internal/cliconfig)
 		return err
 	}
 	cfg, err := s.config()
