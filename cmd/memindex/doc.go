@@ -24,12 +24,12 @@
 // usage, logs, errors or status. Provider keys come from the environment
 // only (providerFlags.config: the vendors' variables or NAME_FILE).
 //
-// It owns the process-wide parts of observability: the OpenTelemetry SDK
-// and its OTLP/HTTP exporter, configured only by the standard OTEL_*
-// variables and off unless they ask for traces (telemetry.go; `publish`
-// injects its trace context into each event), and the slog handler that
-// adds trace_id to records logged under a span. The HTTP endpoints and
-// metrics are the node's (package node).
+// It installs the process-wide parts of observability that internal/telemetry
+// builds: the OpenTelemetry SDK and its OTLP/HTTP exporter, configured only
+// by the standard OTEL_* variables and off unless they ask for traces
+// (`publish` injects its send span's context into each event), and the slog
+// handler that adds trace_id to records logged under a span. The HTTP
+// endpoints and metrics are the node's (package node).
 //
 // bench and eval (bench.go, eval.go) parse their flags, run
 // internal/bench and internal/evalrun and print the reports; they start

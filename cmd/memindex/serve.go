@@ -11,6 +11,7 @@ import (
 	"memindex/embedder"
 	"memindex/internal/cliconfig"
 	"memindex/internal/secret"
+	"memindex/internal/telemetry"
 	"memindex/node"
 )
 
@@ -137,12 +138,12 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	tp, shutdown, err := newTracing(ctx, os.Getenv)
+	tp, shutdown, err := telemetry.NewTracerProvider(ctx, os.Getenv, version)
 	if err != nil {
 		return err
 	}
 	if tp != nil {
-		logOTelErrors(log)
+		telemetry.LogErrors(log)
 		log.Info("tracing on: spans go to the OTLP/HTTP endpoint of OTEL_EXPORTER_OTLP_*")
 	}
 	cfg.TracerProvider = tp
@@ -173,9 +174,9 @@ func newLogger(level, format string) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: lv}
 	switch format {
 	case "text":
-		return slog.New(withTraceIDs(slog.NewTextHandler(os.Stderr, opts))), nil
+		return slog.New(telemetry.WithTraceIDs(slog.NewTextHandler(os.Stderr, opts))), nil
 	case "json":
-		return slog.New(withTraceIDs(slog.NewJSONHandler(os.Stderr, opts))), nil
+		return slog.New(telemetry.WithTraceIDs(slog.NewJSONHandler(os.Stderr, opts))), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
