@@ -64,7 +64,9 @@ func runSearch(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, conn.Timeout)
 	defer cancel()
-	resp, err := searchWith(ctx, &conn, req, *backend, *fallback, *localPath)
+	choice := client.Choice{Backend: *backend, Fallback: *fallback, LocalPath: *localPath, Opener: query.Local{},
+		Connect: func() (*nats.Conn, error) { return conn.Connect("memindex search") }}
+	resp, err := choice.Search(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -75,66 +77,6 @@ func runSearch(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	printSearch(stdout, resp, req.Explain)
 	return nil
-}
-
-// searchWith answers req through client.Open with the backend and
-// fallback the flags chose. A remote backend that cannot connect falls
-// back at once (the response says why), when a fallback is set.
-func searchWith(ctx context.Context, conn *connFlags, req memindex.SearchRequest, backend, fallback, localPath string) (memindex.SearchResponse, error) {
-	cfgFor := func(name string) (client.Config, error) {
-		c := client.Config{Backend: name}
-		switch name {
-		case client.BackendLocal:
-			if localPath == "" {
-				return c, errors.New("--local PATH is required with local (a data directory or a shard file)")
-			}
-			c.Local.Path, c.Local.Opener = localPath, query.Local{}
-		case client.BackendRemote, client.BackendQMD, client.BackendNone:
-		default:
-			return c, fmt.Errorf("%q is not one of remote, local, qmd, none", name)
-		}
-		return c, nil
-	}
-	cfg, err := cfgFor(backend)
-	if err != nil {
-		return memindex.SearchResponse{}, fmt.Errorf("--backend: %w", err)
-	}
-	if fallback != "" && fallback != client.BackendNone {
-		if fallback == backend {
-			return memindex.SearchResponse{}, fmt.Errorf("--fallback %s is the --backend too: choose another or none", fallback)
-		}
-		fc, err := cfgFor(fallback)
-		if err != nil {
-			return memindex.SearchResponse{}, fmt.Errorf("--fallback: %w", err)
-		}
-		cfg.Fallback = &fc
-	}
-	var connErr error
-	if backend == client.BackendRemote {
-		nc, err := conn.Connect("memindex search")
-		switch {
-		case err == nil:
-			defer nc.Close()
-			cfg.Remote.Conn = nc
-		case cfg.Fallback == nil:
-			return memindex.SearchResponse{}, err
-		default:
-			connErr, cfg = err, *cfg.Fallback
-		}
-	}
-	m, err := client.Open(ctx, cfg)
-	if err != nil {
-		return memindex.SearchResponse{}, err
-	}
-	defer m.Close(context.WithoutCancel(ctx))
-	resp, err := m.Search(ctx, req)
-	if err == nil && connErr != nil {
-		resp.Fallback = &memindex.FallbackInfo{From: client.BackendRemote, Reason: connErr.Error()}
-	}
-	if err != nil && connErr != nil {
-		return resp, fmt.Errorf("%w; fallback %s: %w", connErr, cfg.Backend, err)
-	}
-	return resp, err
 }
 
 func printSearch(w io.Writer, r memindex.SearchResponse, explain bool) {
