@@ -8,19 +8,6 @@ import (
 	"memindex"
 )
 
-func TestParseByteSize(t *testing.T) {
-	for in, want := range map[string]int64{"1024": 1024, "512MiB": 512 << 20, "2 GiB": 2 << 30, "1500MB": 1500e6, "64KiB": 64 << 10, "7B": 7, "0": 0} {
-		if got, err := parseByteSize(in); err != nil || got != want {
-			t.Errorf("parseByteSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "lots", "-1GiB", "1.5GiB", "9999999999GiB"} {
-		if got, err := parseByteSize(in); err == nil {
-			t.Errorf("parseByteSize(%q) = %d, want an error", in, got)
-		}
-	}
-}
-
 func TestPrintClusterShowsOwnersReplicasAndOrphans(t *testing.T) {
 	sts := []memindex.StatusResponse{
 		{Worker: "w1", PartitionCount: 3, Partitions: []memindex.PartitionStatus{

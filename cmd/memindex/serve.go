@@ -23,7 +23,7 @@ type serveFlags struct {
 	cfg       node.Config
 	conn      connFlags
 	provider  providerFlags
-	memLimit  sizeFlag
+	memLimit  cliconfig.Size
 	limits    limitFlags // limits.go
 	sqliteVec bool
 	logLevel  string
@@ -58,7 +58,7 @@ func newServeFlags() *serveFlags {
 	fs.Float64Var(&c.RRFKeywordWeight, "rrf-keyword-weight", d.RRFKeywordWeight, "weight of the keyword leg in RRF fusion")
 	fs.Float64Var(&c.RRFK, "rrf-k", d.RRFK, "the k of RRF, score = Σ weight/(k + rank); 0: 10 with the built-in embedder (trust the keyword leg's top ranks), 60 with a provider's model")
 	registerStackFlags(fs, c, d)
-	s.memLimit = sizeFlag(d.MemoryLimit)
+	s.memLimit = cliconfig.Size(d.MemoryLimit)
 	if v := os.Getenv("MEMINDEX_MEMORY_LIMIT"); v != "" {
 		if err := s.memLimit.Set(v); err != nil {
 			s.envErrs = append(s.envErrs, fmt.Errorf("MEMINDEX_MEMORY_LIMIT: %w", err))
