@@ -30,6 +30,8 @@
 //     Choice (choice.go) is a search's backend and fallback by name, as
 //     `memindex search --backend --fallback --local` gives them: its Config,
 //     and Search, which falls back at once when NATS cannot be reached.
+//   - Cluster (cluster.go): the workers' statuses as partitions with
+//     their owner, replicas and lag, the view `memindex status` prints.
 //
 // It must not import memindex/store, consumer, embedder, query or chunker,
 // nor anything that needs cgo (TestBuildsWithoutCgo runs `go list -deps`
