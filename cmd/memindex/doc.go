@@ -1,14 +1,17 @@
 // Command memindex is the one binary of memindex: serve (the worker),
 // publish, search, status, dlq, rebuild, snapshot, bench, eval and doctor.
-// It owns flag registration and printing; the work is the packages'.
-// Configuration is flags, then environment, then the YAML file of --config /
-// MEMINDEX_CONFIG, then defaults: internal/cliconfig layers them and redacts
-// secrets; config.go registers --config, says which commands read it (not
-// bench or eval) and prints `memindex config show`. serve (serve.go) registers its flags
-// with the defaults of node.DefaultConfig, parses them, and runs
-// node.Open and Node.Run; rebuild and snapshot call node.Rebuild and
-// node.Snapshot and print their progress. Logic worth a unit test lives in
-// the packages it wires.
+// It owns flag registration, wiring and printing; the work is the
+// packages'. Configuration is flags, then environment, then the YAML file
+// of --config / MEMINDEX_CONFIG, then defaults: internal/cliconfig layers
+// them and redacts secrets; config.go registers --config, says which
+// commands read it (not bench or eval) and prints `memindex config show`.
+// serve (serve.go) registers its flags with the defaults of
+// node.DefaultConfig, parses them, and runs node.Open and Node.Run; rebuild
+// and snapshot call node.Rebuild and node.Snapshot and print their
+// progress; search chooses its backends with client.Choice (passing
+// query.Local{} as the local opener) and status prints client.Cluster.
+// Logic worth a unit test lives in the packages it wires; the tests here
+// run commands end to end.
 //
 // `memindex doctor` (doctor.go) checks a deployment from the outside: NATS
 // connectivity, JetStream, the streams' and consumers' configuration against
@@ -33,5 +36,6 @@
 //
 // bench and eval (bench.go, eval.go) parse their flags, run
 // internal/bench and internal/evalrun and print the reports; they start
-// in-process nodes through the adapter of benchnode.go (harness.Hooks).
+// in-process nodes through harness.Nodes; eval's --tune goes through
+// evalrun.Tunable.
 package main
