@@ -27,6 +27,11 @@
 //     every answer and status says which backend answered and why not the
 //     other. Cache (cache.go) shares managers by a key-order-independent
 //     hash of their configuration and evicts one whose primary failed.
+//     Choice (choice.go) is a search's backend and fallback by name, as
+//     `memindex search --backend --fallback --local` gives them: its Config,
+//     and Search, which falls back at once when NATS cannot be reached.
+//   - Cluster (cluster.go): the workers' statuses as partitions with
+//     their owner, replicas and lag, the view `memindex status` prints.
 //
 // It must not import memindex/store, consumer, embedder, query or chunker,
 // nor anything that needs cgo (TestBuildsWithoutCgo runs `go list -deps`

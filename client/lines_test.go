@@ -48,8 +48,8 @@ func TestPublishLines(t *testing.T) {
 	var injected []*nats.Msg
 	res, err := client.PublishLines(ctx, nc, strings.NewReader(lines), client.LinesConfig{
 		Namespace: "agent-7", MaxPending: 2,
-		Read:      func(n int64) { read += n },
-		Acked:     func(n int64) { acked = n },
+		Read:    func(n int64) { read += n },
+		Acked:   func(n int64) { acked = n },
 		Problem: func(line int, err error) { problems[line] = err.Error() },
 		Inject:  func(m *nats.Msg) { injected = append(injected, m) },
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"memindex/internal/cliconfig"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,19 +24,19 @@ func writeConfig(t *testing.T, body string) string {
 
 // showConfig runs `memindex config show --json` with args and returns the
 // settings by name.
-func showConfig(t *testing.T, args ...string) (map[string]setting, string) {
+func showConfig(t *testing.T, args ...string) (map[string]cliconfig.Setting, string) {
 	t.Helper()
 	var out bytes.Buffer
 	if err := runConfig(append([]string{"show", "--json"}, args...), &out); err != nil {
 		t.Fatalf("config show %v: %v", args, err)
 	}
 	var rep struct {
-		Settings []setting `json:"settings"`
+		Settings []cliconfig.Setting `json:"settings"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("config show --json = %s: %v", out.String(), err)
 	}
-	m := map[string]setting{}
+	m := map[string]cliconfig.Setting{}
 	for _, s := range rep.Settings {
 		m[s.Name] = s
 	}
@@ -48,14 +49,14 @@ func TestConfigPrecedence(t *testing.T) {
 	path := writeConfig(t, "chunk-tokens: 80\nbatch: 9\nlog-level: warn\nMEMINDEX_CHUNK_CONTEXT: 4\nsqlite-vec: false\nbreaker-cooldown: 1m\n")
 	t.Setenv("MEMINDEX_BATCH", "7")
 	got, _ := showConfig(t, "--config", path, "--log-level", "debug")
-	for _, w := range []setting{
-		{Name: "chunk-tokens", Value: "80", Source: sourceFile, From: path + ":1"},
-		{Name: "batch", Value: "7", Source: sourceEnv, From: "MEMINDEX_BATCH"},
-		{Name: "log-level", Value: "debug", Source: sourceFlag},
-		{Name: "chunk-context", Value: "4", Source: sourceFile, From: path + ":4"},
-		{Name: "sqlite-vec", Value: "false", Source: sourceFile, From: path + ":5"},
-		{Name: "breaker-cooldown", Value: "1m0s", Source: sourceFile, From: path + ":6"},
-		{Name: "embed-batch", Value: "64", Source: sourceDefault},
+	for _, w := range []cliconfig.Setting{
+		{Name: "chunk-tokens", Value: "80", Source: cliconfig.SourceFile, From: path + ":1"},
+		{Name: "batch", Value: "7", Source: cliconfig.SourceEnv, From: "MEMINDEX_BATCH"},
+		{Name: "log-level", Value: "debug", Source: cliconfig.SourceFlag},
+		{Name: "chunk-context", Value: "4", Source: cliconfig.SourceFile, From: path + ":4"},
+		{Name: "sqlite-vec", Value: "false", Source: cliconfig.SourceFile, From: path + ":5"},
+		{Name: "breaker-cooldown", Value: "1m0s", Source: cliconfig.SourceFile, From: path + ":6"},
+		{Name: "embed-batch", Value: "64", Source: cliconfig.SourceDefault},
 	} {
 		if got[w.Name] != w {
 			t.Errorf("setting %s = %+v, want %+v", w.Name, got[w.Name], w)
@@ -67,7 +68,7 @@ func TestConfigPrecedence(t *testing.T) {
 func TestConfigFromEnvironment(t *testing.T) {
 	t.Setenv("MEMINDEX_CONFIG", writeConfig(t, "worker: from-file\n"))
 	got, _ := showConfig(t)
-	if s := got["worker"]; s.Value != "from-file" || s.Source != sourceFile {
+	if s := got["worker"]; s.Value != "from-file" || s.Source != cliconfig.SourceFile {
 		t.Fatalf("worker = %+v, want from-file from the file named by MEMINDEX_CONFIG", s)
 	}
 }
@@ -123,12 +124,12 @@ func TestConfigShowRedactsSecrets(t *testing.T) {
 			t.Errorf("config show prints the secret %q:\n%s", secret, out)
 		}
 	}
-	for name, want := range map[string]setting{
-		"password":       {Name: "password", Value: redacted, Source: sourceEnv, From: "NATS_PASSWORD"},
-		"token":          {Name: "token", Value: redacted, Source: sourceFlag},
-		"OPENAI_API_KEY": {Name: "OPENAI_API_KEY", Value: redacted, Source: sourceEnv, From: "OPENAI_API_KEY"},
-		"server":         {Name: "server", Value: "nats://redacted@example.com:4222", Source: sourceEnv, From: "NATS_URL"},
-		"creds":          {Name: "creds", Value: "/etc/memindex/worker.creds", Source: sourceFile, From: path + ":2"},
+	for name, want := range map[string]cliconfig.Setting{
+		"password":       {Name: "password", Value: cliconfig.Redacted, Source: cliconfig.SourceEnv, From: "NATS_PASSWORD"},
+		"token":          {Name: "token", Value: cliconfig.Redacted, Source: cliconfig.SourceFlag},
+		"OPENAI_API_KEY": {Name: "OPENAI_API_KEY", Value: cliconfig.Redacted, Source: cliconfig.SourceEnv, From: "OPENAI_API_KEY"},
+		"server":         {Name: "server", Value: "nats://redacted@example.com:4222", Source: cliconfig.SourceEnv, From: "NATS_URL"},
+		"creds":          {Name: "creds", Value: "/etc/memindex/worker.creds", Source: cliconfig.SourceFile, From: path + ":2"},
 	} {
 		if got[name] != want {
 			t.Errorf("setting %s = %+v, want %+v", name, got[name], want)
@@ -165,7 +166,7 @@ func TestConfigFileSharedWithOtherCommands(t *testing.T) {
 	}
 }
 
-// TestServeFlagEnvNames checks the registry config.go reads from usage:
+// TestServeFlagEnvNames checks the registry cliconfig reads from usage:
 // setting each environment variable a serve flag's usage names changes
 // that flag's default, so "the environment set it" is told right.
 func TestServeFlagEnvNames(t *testing.T) {
@@ -176,12 +177,12 @@ func TestServeFlagEnvNames(t *testing.T) {
 	values := map[string]string{}
 	checked := 0
 	fs.VisitAll(func(f *flag.Flag) {
-		names := flagEnvNames(f)
+		names := cliconfig.EnvNames(f)
 		if len(names) == 0 {
 			return
 		}
 		v := "zz-test"
-		switch flagType(f) {
+		switch cliconfig.FlagType(f) {
 		case "true or false":
 			b, _ := strconv.ParseBool(f.DefValue)
 			v = strconv.FormatBool(!b)
@@ -205,7 +206,7 @@ func TestServeFlagEnvNames(t *testing.T) {
 	for name, v := range values {
 		f := fs.Lookup(name)
 		if f.DefValue != v {
-			t.Errorf("--%s: with %s=%s its default is %q: the usage names an environment variable the flag does not read", name, flagEnvNames(f)[0], v, f.DefValue)
+			t.Errorf("--%s: with %s=%s its default is %q: the usage names an environment variable the flag does not read", name, cliconfig.EnvNames(f)[0], v, f.DefValue)
 		}
 	}
 }

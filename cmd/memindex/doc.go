@@ -1,13 +1,17 @@
 // Command memindex is the one binary of memindex: serve (the worker),
 // publish, search, status, dlq, rebuild, snapshot, bench, eval and doctor.
-// It owns configuration (flags, then environment, then the YAML file of
-// --config / MEMINDEX_CONFIG, then defaults: config.go, which also prints
-// `memindex config show` with each value's source and secrets redacted) and
-// printing; the work is the packages'. serve (serve.go) registers its flags
-// with the defaults of node.DefaultConfig, parses them, and runs
-// node.Open and Node.Run; rebuild and snapshot call node.Rebuild and
-// node.Snapshot and print their progress. Logic worth a unit test lives in
-// the packages it wires.
+// It owns flag registration, wiring and printing; the work is the
+// packages'. Configuration is flags, then environment, then the YAML file
+// of --config / MEMINDEX_CONFIG, then defaults: internal/cliconfig layers
+// them and redacts secrets; config.go registers --config, says which
+// commands read it (not bench or eval) and prints `memindex config show`.
+// serve (serve.go) registers its flags with the defaults of
+// node.DefaultConfig, parses them, and runs node.Open and Node.Run; rebuild
+// and snapshot call node.Rebuild and node.Snapshot and print their
+// progress; search chooses its backends with client.Choice (passing
+// query.Local{} as the local opener) and status prints client.Cluster.
+// Logic worth a unit test lives in the packages it wires; the tests here
+// run commands end to end.
 //
 // `memindex doctor` (doctor.go) checks a deployment from the outside: NATS
 // connectivity, JetStream, the streams' and consumers' configuration against
@@ -23,14 +27,15 @@
 // usage, logs, errors or status. Provider keys come from the environment
 // only (providerFlags.config: the vendors' variables or NAME_FILE).
 //
-// It owns the process-wide parts of observability: the OpenTelemetry SDK
-// and its OTLP/HTTP exporter, configured only by the standard OTEL_*
-// variables and off unless they ask for traces (telemetry.go; `publish`
-// injects its trace context into each event), and the slog handler that
-// adds trace_id to records logged under a span. The HTTP endpoints and
-// metrics are the node's (package node).
+// It installs the process-wide parts of observability that internal/telemetry
+// builds: the OpenTelemetry SDK and its OTLP/HTTP exporter, configured only
+// by the standard OTEL_* variables and off unless they ask for traces
+// (`publish` injects its send span's context into each event), and the slog
+// handler that adds trace_id to records logged under a span. The HTTP
+// endpoints and metrics are the node's (package node).
 //
 // bench and eval (bench.go, eval.go) parse their flags, run
 // internal/bench and internal/evalrun and print the reports; they start
-// in-process nodes through the adapter of benchnode.go (harness.Hooks).
+// in-process nodes through harness.Nodes; eval's --tune goes through
+// evalrun.Tunable.
 package main

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"memindex/embedder"
+	"memindex/internal/cliconfig"
 	"memindex/internal/doctor"
 	"memindex/internal/natsconn"
 	"memindex/internal/secret"
@@ -80,17 +81,9 @@ func printChecks(w io.Writer, checks []doctor.Check) {
 // redactKeys removes every provider key and NATS secret of the environment
 // from s.
 func redactKeys(s string) string {
-	for _, names := range embedder.KeyEnv {
-		for _, n := range names {
-			if v, _ := secret.Get(n); len(v) >= 4 {
-				s = strings.ReplaceAll(s, v, redacted)
-			}
-		}
+	names := []string{"NATS_PASSWORD", "NATS_TOKEN"}
+	for _, ns := range embedder.KeyEnv {
+		names = append(names, ns...)
 	}
-	for _, n := range []string{"NATS_PASSWORD", "NATS_TOKEN"} {
-		if v, _ := secret.Get(n); len(v) >= 4 {
-			s = strings.ReplaceAll(s, v, redacted)
-		}
-	}
-	return s
+	return secret.Redact(s, cliconfig.Redacted, names...)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -21,31 +20,17 @@ import (
 var evalNotTunable = map[string]bool{"data": true, "locomo": true, "tune": true, "json": true, "split": true,
 	"by-category": true, "mode": true, "synthetic-conversations": true, "synthetic-seed": true}
 
-// tuneFlag collects --tune specs.
-type tuneFlag []eval.Axis
-
-func (t *tuneFlag) String() string { return fmt.Sprint(*t) }
-
-func (t *tuneFlag) Set(s string) error {
-	a, err := eval.ParseAxis(s)
-	if err != nil {
-		return err
-	}
-	*t = append(*t, a)
-	return nil
-}
-
-// evalOptions are the eval flags that shape a pass; pass reads them with
-// a --tune combination set (fs.Set), then sets them back.
+// evalOptions are the eval flags that shape a pass; pass reads them
+// (evalrun.Tunable sets a --tune combination's values first and sets them
+// back after).
 type evalOptions struct {
-	fs                          *flag.FlagSet
 	fusion                      *string
 	chunkTokens, ctxs           *int
 	rrfVector, rrfKeyword, rrfK *float64
 }
 
 // runEval parses `memindex eval`'s flags, runs internal/evalrun on each
-// corpus with the node adapter of benchnode.go, and prints the reports.
+// corpus with the nodes of harness.Nodes, and prints the reports.
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("eval", "[flags]")
 	fs.SetOutput(stderr)
@@ -53,9 +38,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defData := env("MEMINDEX_LOCOMO_DIR", "../shared/eval-data/locomo")
 	fs.StringVar(&data, "data", defData, "corpora, comma separated: a folder with exactly one *.events.jsonl and one *.queries.jsonl in LoCoMo's format, or synthetic-en / synthetic-zh (generated); default: env MEMINDEX_LOCOMO_DIR or ../shared/eval-data/locomo")
 	fs.StringVar(&data, "locomo", defData, "alias of --data")
-	o := &evalOptions{fs: fs}
+	o := &evalOptions{}
 	var cfg evalrun.Config
-	var tune tuneFlag
+	var tune evalrun.TuneFlag
 	var asJSON bool
 	mode := fs.String("mode", "keyword,vector,hybrid", "search modes to measure, comma separated: keyword, vector, hybrid; the first one chooses under --tune")
 	o.fusion = fs.String("fusion", memindex.FusionRRF, "hybrid fusion: rrf or weighted")
@@ -77,10 +62,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if cfg.Modes = splitList(*mode); len(cfg.Modes) == 0 {
 		return errors.New("eval: --mode names no mode")
 	}
-	if err := checkTune(fs, tune); err != nil {
+	tunable := evalrun.Tunable{Flags: fs, Fixed: evalNotTunable}
+	if err := tunable.Check(tune); err != nil {
 		return err
 	}
-	cfg.Tune, cfg.Settings, cfg.Configure, cfg.Hooks = tune, flagSettings(fs), o.pass, harness.Nodes
+	cfg.Tune, cfg.Settings, cfg.Configure, cfg.Hooks = tune, tunable.Settings(), tunable.Configure(o.pass), harness.Nodes
 	if !asJSON {
 		cfg.Progress = stderr
 	}
@@ -103,65 +89,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-// pass returns the flags' values with combo's settings applied, setting
-// the flags back after.
-func (o *evalOptions) pass(combo []eval.Setting) (evalrun.Pass, error) {
-	return withSettings(o.fs, combo, func() (evalrun.Pass, error) {
-		return evalrun.Pass{ChunkTokens: *o.chunkTokens, ChunkContext: *o.ctxs, RRFVector: *o.rrfVector,
-			RRFKeyword: *o.rrfKeyword, RRFK: *o.rrfK, Fusion: *o.fusion}, nil
-	})
-}
-
-// checkTune refuses a --tune of an unknown or untunable flag, or a value
-// the flag does not take, leaving every flag as it was.
-func checkTune(fs *flag.FlagSet, axes []eval.Axis) error {
-	for _, a := range axes {
-		f := fs.Lookup(a.Flag)
-		if f == nil || evalNotTunable[a.Flag] {
-			return fmt.Errorf("eval: --tune %s: not a tunable eval flag", a.Flag)
-		}
-		was := f.Value.String()
-		for _, v := range a.Values {
-			if err := fs.Set(a.Flag, v); err != nil {
-				return fmt.Errorf("eval: --tune %s=%s: %w", a.Flag, v, err)
-			}
-		}
-		if err := fs.Set(a.Flag, was); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// withSettings runs fn with the flags of combo set, then sets them back.
-func withSettings[T any](fs *flag.FlagSet, combo []eval.Setting, fn func() (T, error)) (T, error) {
-	var zero T
-	was := map[string]string{}
-	for _, s := range combo {
-		was[s.Flag] = fs.Lookup(s.Flag).Value.String()
-	}
-	defer func() {
-		for f, v := range was {
-			_ = fs.Set(f, v) // checkTune set it before
-		}
-	}()
-	for _, s := range combo {
-		if err := fs.Set(s.Flag, s.Value); err != nil {
-			return zero, err
-		}
-	}
-	return fn()
-}
-
-// flagSettings returns the eval flags that shape a run, as set now.
-func flagSettings(fs *flag.FlagSet) []eval.Setting {
-	var out []eval.Setting
-	fs.VisitAll(func(f *flag.Flag) {
-		if !evalNotTunable[f.Name] && f.Name != "config" {
-			out = append(out, eval.Setting{Flag: f.Name, Value: f.Value.String()})
-		}
-	})
-	return out
+// pass returns the flags' values as a pass.
+func (o *evalOptions) pass() evalrun.Pass {
+	return evalrun.Pass{ChunkTokens: *o.chunkTokens, ChunkContext: *o.ctxs, RRFVector: *o.rrfVector,
+		RRFKeyword: *o.rrfKeyword, RRFK: *o.rrfK, Fusion: *o.fusion}
 }
 
 const evalHeader = "%-24s %-4s %5s %6s %6s %6s %6s %6s %6s %7s %7s %7s %7s\n"

@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"memindex"
-	"memindex/node"
 )
 
 // limitFlags are the serve flags that cap what a worker accepts: event and
@@ -67,16 +66,4 @@ func (l *limitFlags) envFloat(name string, def float64) float64 {
 		return def
 	}
 	return f
-}
-
-// validate reports an environment value that is not a number, then every
-// limit out of range (node.Config.Validate), naming its flag and what to
-// set instead.
-func (l *limitFlags) validate() error {
-	if l.envErr != nil {
-		return l.envErr
-	}
-	c := node.DefaultConfig()
-	c.Limits, c.RatePerNamespace = l.limits, l.rate
-	return c.Validate()
 }

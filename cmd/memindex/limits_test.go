@@ -1,53 +1,66 @@
 package main
 
 import (
-	"flag"
-	"io"
+	"context"
+	"memindex/internal/cliconfig"
 	"memindex/node"
 	"os"
+	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"memindex"
 )
 
-func parseLimitFlags(t *testing.T, args ...string) (*limitFlags, error) {
-	t.Helper()
-	var l limitFlags
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	l.register(fs, memindex.DefaultLimits(), 0)
-	if err := fs.Parse(args); err != nil {
-		t.Fatalf("Parse(%q) error %v", args, err)
-	}
-	return &l, l.validate()
-}
-
+// TestLimitFlagsDefaultsAreTodaysConstants: `config show` with nothing set
+// shows memindex.DefaultLimits and no rate limit.
 func TestLimitFlagsDefaultsAreTodaysConstants(t *testing.T) {
-	l, err := parseLimitFlags(t)
-	if err != nil {
-		t.Fatalf("validate()=%v, want nil", err)
+	for _, v := range os.Environ() {
+		if k, _, _ := strings.Cut(v, "="); strings.HasPrefix(k, "MEMINDEX_") {
+			t.Setenv(k, "")
+		}
 	}
-	if l.limits != memindex.DefaultLimits() || l.rate != 0 {
-		t.Fatalf("defaults %+v rate %g, want %+v rate 0", l.limits, l.rate, memindex.DefaultLimits())
+	got, _ := showConfig(t)
+	d := memindex.DefaultLimits()
+	for name, want := range map[string]string{
+		"max-event-bytes": strconv.Itoa(d.MaxEventBytes), "max-text-bytes": strconv.Itoa(d.MaxTextBytes),
+		"max-session-messages": strconv.FormatInt(d.MaxSessionMessages, 10), "max-query-bytes": strconv.Itoa(d.MaxQueryBytes),
+		"max-k": strconv.Itoa(d.MaxK), "rate-per-namespace": "0",
+	} {
+		if s := got[name]; s.Value != want || s.Source != cliconfig.SourceDefault {
+			t.Errorf("config show: %s = %+v, want %s by default", name, s, want)
+		}
 	}
 }
 
+// TestLimitFlagsFromFlagsAndEnv: a limit comes from its flag or its
+// MEMINDEX_* variable, the flag winning, as `config show` reports.
 func TestLimitFlagsFromFlagsAndEnv(t *testing.T) {
 	t.Setenv("MEMINDEX_MAX_TEXT_BYTES", "2048")
 	t.Setenv("MEMINDEX_RATE_PER_NAMESPACE", "2.5")
 	t.Setenv("MEMINDEX_MAX_K", "50")
-	l, err := parseLimitFlags(t, "--max-event-bytes", "65536", "--max-session-messages", "10000", "--max-query-bytes", "4096", "--max-k", "20")
-	if err != nil {
-		t.Fatalf("validate()=%v, want nil", err)
-	}
-	want := memindex.Limits{MaxEventBytes: 65536, MaxTextBytes: 2048, MaxSessionMessages: 10000, MaxQueryBytes: 4096, MaxK: 20}
-	if l.limits != want || l.rate != 2.5 {
-		t.Fatalf("limits %+v rate %g, want %+v rate 2.5 (a flag beats its env var)", l.limits, l.rate, want)
+	got, _ := showConfig(t, "--max-event-bytes", "65536", "--max-session-messages", "10000", "--max-query-bytes", "4096", "--max-k", "20")
+	for name, want := range map[string]cliconfig.Setting{
+		"max-event-bytes":      {Value: "65536", Source: cliconfig.SourceFlag},
+		"max-text-bytes":       {Value: "2048", Source: cliconfig.SourceEnv, From: "MEMINDEX_MAX_TEXT_BYTES"},
+		"max-session-messages": {Value: "10000", Source: cliconfig.SourceFlag},
+		"max-query-bytes":      {Value: "4096", Source: cliconfig.SourceFlag},
+		"max-k":                {Value: "20", Source: cliconfig.SourceFlag},
+		"rate-per-namespace":   {Value: "2.5", Source: cliconfig.SourceEnv, From: "MEMINDEX_RATE_PER_NAMESPACE"},
+	} {
+		want.Name = name
+		if got[name] != want {
+			t.Errorf("config show: %s = %+v, want %+v (a flag beats its env var)", name, got[name], want)
+		}
 	}
 }
 
+// TestLimitFlagsErrorsNameTheFlag: `memindex serve` refuses a limit out of
+// range or a MEMINDEX_* value that is not a number before it starts
+// anything, naming the flag or variable.
 func TestLimitFlagsErrorsNameTheFlag(t *testing.T) {
 	tests := []struct {
 		name string
@@ -69,9 +82,16 @@ func TestLimitFlagsErrorsNameTheFlag(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			_, err := parseLimitFlags(t, tt.args...)
+			// A data directory that is not there yet: serve must refuse before creating it.
+			data := filepath.Join(t.TempDir(), "data")
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a serve that accepted the flags runs until then
+			defer cancel()
+			err := runServe(ctx, append([]string{"--data", data, "--listen", "127.0.0.1:-1"}, tt.args...))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("validate()=%v, want an error containing %q", err, tt.want)
+				t.Fatalf("serve %v = %v, want an error containing %q", tt.args, err, tt.want)
+			}
+			if _, err := os.Stat(data); !os.IsNotExist(err) {
+				t.Errorf("serve refused the flags but made its data directory (%v)", err)
 			}
 		})
 	}

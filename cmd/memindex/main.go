@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"memindex/internal/cliconfig"
 	"os"
 	"os/signal"
 	"strconv"
@@ -136,11 +137,12 @@ func isTerminal(w io.Writer) bool {
 
 // parseArgs parses flags that may stand before, between or after the
 // positional arguments, and leaves the positional ones in positional.
-// It then applies the --config file (config.go) to the flags that neither
+// It then applies the --config file (internal/cliconfig) to the flags that neither
 // the command line nor the environment set; keys of serve that fs does not
 // have are left alone, so one file serves every command.
 func parseArgs(fs *flag.FlagSet, args []string) (positional []string, err error) {
-	if !configSkip[fs.Name()] {
+	skip := configSkip[fs.Name()]
+	if !skip {
 		addConfigFlag(fs)
 	}
 	for {
@@ -158,7 +160,10 @@ func parseArgs(fs *flag.FlagSet, args []string) (positional []string, err error)
 		positional = append(positional, rest[0])
 		args = rest[1:]
 	}
-	if _, err := applyConfig(fs, serveKnows()); err != nil {
+	if skip {
+		return positional, nil
+	}
+	if _, err := cliconfig.Apply(fs, serveKnows()); err != nil {
 		return nil, err
 	}
 	return positional, nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"memindex/client"
+	"memindex/internal/telemetry"
 	"os"
 	"path/filepath"
 	"time"
@@ -76,7 +77,7 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 		in = f
 	}
-	pt, err := startPublishTrace(ctx, os.Getenv)
+	pt, err := telemetry.StartPublish(ctx, os.Getenv, version)
 	if err != nil {
 		return err
 	}
@@ -91,7 +92,7 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	lc := client.LinesConfig{
 		Namespace: *ns, Raw: *raw, MaxPending: *maxPending, AckTimeout: conn.Timeout,
-		Inject:  pt.inject,
+		Inject:  pt.Inject,
 		Problem: func(line int, err error) { fmt.Fprintf(stderr, "line %d: %v\n", line, err) },
 	}
 	if bar != nil {
@@ -102,7 +103,7 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if bar != nil {
 		endBar(bar, stderr, err == nil && ctx.Err() == nil)
 	}
-	if err := pt.end(context.WithoutCancel(ctx), res.Published, res.Failed); err != nil {
+	if err := pt.End(context.WithoutCancel(ctx), res.Published, res.Failed); err != nil {
 		fmt.Fprintf(stderr, "flush traces: %v\n", err)
 	}
 	if err != nil {

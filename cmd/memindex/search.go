@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -64,7 +63,9 @@ func runSearch(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, conn.Timeout)
 	defer cancel()
-	resp, err := searchWith(ctx, &conn, req, *backend, *fallback, *localPath)
+	choice := client.Choice{Backend: *backend, Fallback: *fallback, LocalPath: *localPath, Opener: query.Local{},
+		Connect: func() (*nats.Conn, error) { return conn.Connect("memindex search") }}
+	resp, err := choice.Search(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -75,66 +76,6 @@ func runSearch(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	printSearch(stdout, resp, req.Explain)
 	return nil
-}
-
-// searchWith answers req through client.Open with the backend and
-// fallback the flags chose. A remote backend that cannot connect falls
-// back at once (the response says why), when a fallback is set.
-func searchWith(ctx context.Context, conn *connFlags, req memindex.SearchRequest, backend, fallback, localPath string) (memindex.SearchResponse, error) {
-	cfgFor := func(name string) (client.Config, error) {
-		c := client.Config{Backend: name}
-		switch name {
-		case client.BackendLocal:
-			if localPath == "" {
-				return c, errors.New("--local PATH is required with local (a data directory or a shard file)")
-			}
-			c.Local.Path, c.Local.Opener = localPath, query.Local{}
-		case client.BackendRemote, client.BackendQMD, client.BackendNone:
-		default:
-			return c, fmt.Errorf("%q is not one of remote, local, qmd, none", name)
-		}
-		return c, nil
-	}
-	cfg, err := cfgFor(backend)
-	if err != nil {
-		return memindex.SearchResponse{}, fmt.Errorf("--backend: %w", err)
-	}
-	if fallback != "" && fallback != client.BackendNone {
-		if fallback == backend {
-			return memindex.SearchResponse{}, fmt.Errorf("--fallback %s is the --backend too: choose another or none", fallback)
-		}
-		fc, err := cfgFor(fallback)
-		if err != nil {
-			return memindex.SearchResponse{}, fmt.Errorf("--fallback: %w", err)
-		}
-		cfg.Fallback = &fc
-	}
-	var connErr error
-	if backend == client.BackendRemote {
-		nc, err := conn.Connect("memindex search")
-		switch {
-		case err == nil:
-			defer nc.Close()
-			cfg.Remote.Conn = nc
-		case cfg.Fallback == nil:
-			return memindex.SearchResponse{}, err
-		default:
-			connErr, cfg = err, *cfg.Fallback
-		}
-	}
-	m, err := client.Open(ctx, cfg)
-	if err != nil {
-		return memindex.SearchResponse{}, err
-	}
-	defer m.Close(context.WithoutCancel(ctx))
-	resp, err := m.Search(ctx, req)
-	if err == nil && connErr != nil {
-		resp.Fallback = &memindex.FallbackInfo{From: client.BackendRemote, Reason: connErr.Error()}
-	}
-	if err != nil && connErr != nil {
-		return resp, fmt.Errorf("%w; fallback %s: %w", connErr, cfg.Backend, err)
-	}
-	return resp, err
 }
 
 func printSearch(w io.Writer, r memindex.SearchResponse, explain bool) {
@@ -278,52 +219,42 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-// printCluster prints the cluster view of every worker's status: for each
-// partition its owner, its replicas with their state, and the lag.
+// printCluster prints the cluster view of every worker's status
+// (client.Cluster): for each partition its owner, its replicas with their
+// state, and the lag.
 func printCluster(w io.Writer, sts []memindex.StatusResponse) {
-	type holder struct {
-		worker, role, state string
-		pending             uint64
-		lease               float64
-	}
-	byPart := map[int][]holder{}
-	count := 0
-	for _, s := range sts {
-		count = max(count, s.PartitionCount)
-		for _, p := range s.Partitions {
-			byPart[p.Partition] = append(byPart[p.Partition], holder{s.Worker, p.Role, p.State, p.Pending, p.LeaseValidSeconds})
-		}
-	}
-	if count == 0 {
+	parts := client.Cluster(sts)
+	if len(parts) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "cluster: %d partitions, %d workers\n", count, len(sts))
+	fmt.Fprintf(w, "cluster: %d partitions, %d workers\n", len(parts), len(sts))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "partition\towner\treplicas\tlag\tlease\t")
-	for p := range count {
-		hs := byPart[p]
-		slices.SortFunc(hs, func(a, b holder) int { return strings.Compare(a.worker, b.worker) })
-		owner, lag, lease := "-", "", ""
-		var replicas []string
-		for _, h := range hs {
-			desc := h.worker
-			if h.state != "" && h.state != memindex.StateReady {
-				desc += " (" + h.state + ")"
-			}
-			if h.role == memindex.RoleOwner && owner == "-" {
-				owner = desc
-				if h.lease > 0 {
-					lease = fmt.Sprintf("%.1fs", h.lease)
-				}
-			} else {
-				replicas = append(replicas, desc)
-			}
-			lag += strconv.FormatUint(h.pending, 10) + " "
+	desc := func(h client.Holder) string {
+		if h.State != "" && h.State != memindex.StateReady {
+			return h.Worker + " (" + h.State + ")"
 		}
-		if len(hs) == 0 {
+		return h.Worker
+	}
+	for _, v := range parts {
+		owner, lease := "-", ""
+		if v.Owner != nil {
+			owner = desc(*v.Owner)
+			if v.Owner.LeaseValidSeconds > 0 {
+				lease = fmt.Sprintf("%.1fs", v.Owner.LeaseValidSeconds)
+			}
+		}
+		if len(v.Holders) == 0 {
 			owner = "NONE (no worker holds it: its searches fail with 503)"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t\n", p, owner, strings.Join(replicas, ", "), strings.TrimSpace(lag), lease)
+		var replicas, lag []string
+		for _, h := range v.Replicas {
+			replicas = append(replicas, desc(h))
+		}
+		for _, h := range v.Holders {
+			lag = append(lag, strconv.FormatUint(h.Pending, 10))
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t\n", v.Partition, owner, strings.Join(replicas, ", "), strings.Join(lag, " "), lease)
 	}
 	tw.Flush()
 }

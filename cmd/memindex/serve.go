@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"memindex/embedder"
+	"memindex/internal/cliconfig"
 	"memindex/internal/secret"
+	"memindex/internal/telemetry"
 	"memindex/node"
 )
 
@@ -21,7 +23,7 @@ type serveFlags struct {
 	cfg       node.Config
 	conn      connFlags
 	provider  providerFlags
-	memLimit  sizeFlag
+	memLimit  cliconfig.Size
 	limits    limitFlags // limits.go
 	sqliteVec bool
 	logLevel  string
@@ -56,7 +58,7 @@ func newServeFlags() *serveFlags {
 	fs.Float64Var(&c.RRFKeywordWeight, "rrf-keyword-weight", d.RRFKeywordWeight, "weight of the keyword leg in RRF fusion")
 	fs.Float64Var(&c.RRFK, "rrf-k", d.RRFK, "the k of RRF, score = Σ weight/(k + rank); 0: 10 with the built-in embedder (trust the keyword leg's top ranks), 60 with a provider's model")
 	registerStackFlags(fs, c, d)
-	s.memLimit = sizeFlag(d.MemoryLimit)
+	s.memLimit = cliconfig.Size(d.MemoryLimit)
 	if v := os.Getenv("MEMINDEX_MEMORY_LIMIT"); v != "" {
 		if err := s.memLimit.Set(v); err != nil {
 			s.envErrs = append(s.envErrs, fmt.Errorf("MEMINDEX_MEMORY_LIMIT: %w", err))
@@ -116,18 +118,8 @@ func (s *serveFlags) config() (node.Config, error) {
 	c.MemoryLimit = int64(s.memLimit)
 	c.Limits, c.RatePerNamespace = s.limits.limits, s.limits.rate
 	c.SQLiteVec = s.sqliteVec
-	c.HTTPRequired = flagSet(s.fs, "http")
+	c.HTTPRequired = cliconfig.IsSet(s.fs, "http")
 	return c, c.Validate()
-}
-
-// flagSet reports whether flag name was given on the command line, in its
-// environment variable or in the config file, as opposed to left at its
-// default.
-func flagSet(fs *flag.FlagSet, name string) bool {
-	f := fs.Lookup(name)
-	set := f != nil && envSetFor(f) != ""
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }
 
 func runServe(ctx context.Context, args []string) error {
@@ -135,7 +127,7 @@ func runServe(ctx context.Context, args []string) error {
 	if err := s.fs.Parse(args); err != nil {
 		return err
 	}
-	if _, err := applyConfig(s.fs, nil); err != nil { // flags > env > --config file > defaults (config.go)
+	if _, err := cliconfig.Apply(s.fs, nil); err != nil { // flags > env > --config file > defaults (internal/cliconfig)
 		return err
 	}
 	cfg, err := s.config()
@@ -146,12 +138,12 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	tp, shutdown, err := newTracing(ctx, os.Getenv)
+	tp, shutdown, err := telemetry.NewTracerProvider(ctx, os.Getenv, version)
 	if err != nil {
 		return err
 	}
 	if tp != nil {
-		logOTelErrors(log)
+		telemetry.LogErrors(log)
 		log.Info("tracing on: spans go to the OTLP/HTTP endpoint of OTEL_EXPORTER_OTLP_*")
 	}
 	cfg.TracerProvider = tp
@@ -182,9 +174,9 @@ func newLogger(level, format string) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: lv}
 	switch format {
 	case "text":
-		return slog.New(withTraceIDs(slog.NewTextHandler(os.Stderr, opts))), nil
+		return slog.New(telemetry.WithTraceIDs(slog.NewTextHandler(os.Stderr, opts))), nil
 	case "json":
-		return slog.New(withTraceIDs(slog.NewJSONHandler(os.Stderr, opts))), nil
+		return slog.New(telemetry.WithTraceIDs(slog.NewJSONHandler(os.Stderr, opts))), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -27,70 +25,6 @@ import (
 	"memindex/consumer"
 	"memindex/query"
 )
-
-func TestTracingEnabled(t *testing.T) {
-	tests := []struct {
-		name    string
-		env     map[string]string
-		want    bool
-		wantErr string
-	}{
-		{"nothing set: off", nil, false, ""},
-		{"exporter otlp", map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, true, ""},
-		{"endpoint", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, true, ""},
-		{"traces endpoint", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"}, true, ""},
-		{"exporter none wins over an endpoint", map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, false, ""},
-		{"sdk disabled", map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "otlp"}, false, ""},
-		{"unknown exporter", map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, false, "OTEL_TRACES_EXPORTER"},
-		{"grpc protocol", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, false, "OTEL_EXPORTER_OTLP_PROTOCOL"},
-		{"http/protobuf", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"}, true, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := tracingEnabled(func(k string) string { return tt.env[k] })
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("tracingEnabled() error %v, want one naming %s", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Fatalf("tracingEnabled() = %v, %v; want %v", got, err, tt.want)
-			}
-		})
-	}
-	tp, shutdown, err := newTracing(context.Background(), func(string) string { return "" })
-	if tp != nil || err != nil || shutdown(context.Background()) != nil {
-		t.Fatalf("newTracing() with no variables = %v, %v; want a nil provider (off)", tp, err)
-	}
-}
-
-// TestLogsCarryTheTraceID: a record logged with a span in its context has
-// trace_id and span_id, through WithAttrs and WithGroup too; one without has
-// neither.
-func TestLogsCarryTheTraceID(t *testing.T) {
-	var buf bytes.Buffer
-	log := slog.New(withTraceIDs(slog.NewJSONHandler(&buf, nil))).With("partition", 3)
-	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5}, TraceFlags: trace.FlagsSampled})
-	ctx := trace.ContextWithSpanContext(context.Background(), sc)
-	log.InfoContext(ctx, "with span", "stream_seq", 7)
-	log.WithGroup("g").InfoContext(ctx, "grouped")
-	log.Info("without span")
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("got %d log lines, want 3:\n%s", len(lines), buf.String())
-	}
-	for i, want := range []bool{true, true, false} {
-		has := strings.Contains(lines[i], sc.TraceID().String()) && strings.Contains(lines[i], sc.SpanID().String())
-		if has != want {
-			t.Errorf("line %d %s: has trace ids %v, want %v", i, lines[i], has, want)
-		}
-	}
-	var rec map[string]any
-	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil || rec[logKeyTraceID] != sc.TraceID().String() || rec["partition"] != float64(3) {
-		t.Errorf("first line %s: want trace_id %s and partition 3", lines[0], sc.TraceID())
-	}
-}
 
 // TestPublishTraceReachesTheWorker runs `memindex publish` under a
 // TRACEPARENT, as a traced script would, into a worker that traces: the

@@ -8,7 +8,9 @@
 //
 // It lives apart from internal/eval so that eval stays free of nodes and
 // NATS. It starts nodes only through the harness.Hooks the binary hands it;
-// it must not read flags or the environment (--tune's settings reach it as
-// a Configure function of the binary's) or print anywhere but the progress
-// writer it is given.
+// it must not parse or register flags, read the environment, or print
+// anywhere but the progress writer it is given. --tune's settings reach a
+// run as Config.Configure; Tunable (tune.go) builds that from the binary's
+// flag set, checking each --tune axis and setting a combination's values
+// only while a pass is read, then back.
 package evalrun

@@ -24,3 +24,15 @@ func Get(names ...string) (string, error) {
 	}
 	return "", nil
 }
+
+// Redact returns s with the value of each of names that is set (read as Get
+// reads it: the variable or its NAME_FILE) replaced by with. Values shorter
+// than 4 bytes are left alone: they would blank ordinary words.
+func Redact(s, with string, names ...string) string {
+	for _, n := range names {
+		if v, _ := Get(n); len(v) >= 4 {
+			s = strings.ReplaceAll(s, v, with)
+		}
+	}
+	return s
+}

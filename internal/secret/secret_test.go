@@ -33,3 +33,20 @@ func TestGet(t *testing.T) {
 		t.Fatalf("Get of nothing set = %q, %v; want empty", got, err)
 	}
 }
+
+func TestRedact(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(file, []byte("sk-from-file-99\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MEMINDEX_T_KEY", "")
+	t.Setenv("MEMINDEX_T_KEY_FILE", file)
+	t.Setenv("MEMINDEX_T_PW", "hunter22")
+	t.Setenv("MEMINDEX_T_SHORT", "ab")
+	t.Setenv("MEMINDEX_T_UNSET", "")
+	in := "auth hunter22 failed with key sk-from-file-99; ab stays"
+	got := Redact(in, "[redacted]", "MEMINDEX_T_KEY", "MEMINDEX_T_PW", "MEMINDEX_T_SHORT", "MEMINDEX_T_UNSET")
+	if want := "auth [redacted] failed with key [redacted]; ab stays"; got != want {
+		t.Fatalf("Redact() = %q, want %q", got, want)
+	}
+}
