@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"memindex"
+	"memindex/client"
 	"memindex/internal/corpus"
 	"memindex/query"
 )
@@ -70,7 +71,7 @@ func (c *benchCluster) search(ctx context.Context, ns string, size, queries int)
 		return nil, err
 	}
 	defer nc.Close()
-	cl := query.NewClient(nc)
+	cl := client.NewClient(nc)
 	cl.UsePartitions(P)
 	const mode = "hybrid"
 	direct := func(q string) (float64, error) {

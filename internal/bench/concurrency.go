@@ -10,8 +10,8 @@ import (
 	"github.com/sourcegraph/conc"
 
 	"memindex"
+	"memindex/client"
 	"memindex/internal/corpus"
-	"memindex/query"
 )
 
 // ConcurrencyFigure is search throughput with a number of clients that each
@@ -51,7 +51,7 @@ func runConcurrency(ctx context.Context, url, ns string, size int, mode string, 
 	// Warm up with one client so every level starts from the same caches.
 	warm := corpus.New(99)
 	for i := 0; i < 10; i++ {
-		if _, err := query.NewClient(conns[0]).Search(ctx, memindex.SearchRequest{Namespace: ns, Query: warm.Query(i%2 == 0), K: 10, Mode: mode}); err != nil {
+		if _, err := client.NewClient(conns[0]).Search(ctx, memindex.SearchRequest{Namespace: ns, Query: warm.Query(i%2 == 0), K: 10, Mode: mode}); err != nil {
 			return ConcurrencyFigure{}, fmt.Errorf("warm-up search: %w", err)
 		}
 	}
@@ -62,7 +62,7 @@ func runConcurrency(ctx context.Context, url, ns string, size int, mode string, 
 	var wg conc.WaitGroup
 	for c := range clients {
 		wg.Go(func() {
-			cl := query.NewClient(conns[c])
+			cl := client.NewClient(conns[c])
 			g := corpus.New(uint64(1000 + c))
 			for i := 0; time.Now().Before(deadline) && ctx.Err() == nil; i++ {
 				qctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"memindex"
+	"memindex/client"
 	"memindex/embedder"
 	"memindex/internal/eval"
 	"memindex/internal/harness"
-	"memindex/query"
 )
 
 // The locomo part: LoCoMo's questions, each within its conversation, asked
@@ -210,7 +210,7 @@ func RunLocomoSuite(ctx context.Context, cfg LocomoConfig) (*LocomoReport, error
 		return 0
 	}
 
-	cl := query.NewClient(n.Conn())
+	cl := client.NewClient(n.Conn())
 	var systems []*locomoSystem
 	for _, mode := range cfg.Modes {
 		systems = append(systems, &locomoSystem{name: "memindex " + mode, where: "NATS", searched: convSize,

@@ -13,10 +13,10 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"memindex"
+	"memindex/client"
 	"memindex/embedder"
 	"memindex/internal/corpus"
 	"memindex/internal/harness"
-	"memindex/query"
 	"memindex/store"
 )
 
@@ -184,7 +184,7 @@ func runSearch(ctx context.Context, n harness.Node, ns string, size int, mode st
 		return SearchFigure{}, err
 	}
 	defer nc.Close()
-	cl := query.NewClient(nc)
+	cl := client.NewClient(nc)
 	g := corpus.New(7)
 	lat := make([]float64, 0, queries)
 	degraded := 0
