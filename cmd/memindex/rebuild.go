@@ -7,10 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"memindex/node"
+
+	"github.com/schollz/progressbar/v3"
 )
 
 // runRebuild is `memindex rebuild`. With --partition N it rebuilds
@@ -85,13 +86,17 @@ func (r *rebuildProgress) show(e node.RebuildEvent) {
 	r.update(e)
 }
 
-// rebuildProgress shows a rebuild's progress: a bar redrawn in place on a
-// terminal, a line every few seconds otherwise, JSON lines with --json.
+// rebuildProgress shows a rebuild's progress: a bar on a terminal
+// (github.com/schollz/progressbar, as publish's: width, throttling and the
+// time left for free), a line every few seconds otherwise, JSON lines with
+// --json.
 type rebuildProgress struct {
 	w     io.Writer
 	json  bool
 	tty   bool
 	every time.Duration
+	bar   *progressbar.ProgressBar // the partition being rebuilt, on a terminal
+	barP  int
 }
 
 func newRebuildProgress(w io.Writer, asJSON bool) *rebuildProgress {
@@ -109,14 +114,31 @@ func (r *rebuildProgress) update(e node.RebuildEvent) {
 	case r.json:
 		r.emit(e)
 	case r.tty:
-		const width = 30
-		n := int(e.Fraction() * width)
-		fmt.Fprintf(r.w, "\rpartition %d [%s%s] %3.0f%%  seq %d/%d  %d chunks  %d waiting for vectors  %4.0fs ",
-			e.Partition, strings.Repeat("#", n), strings.Repeat(" ", width-n), 100*e.Fraction(),
-			e.AppliedSeq, e.TargetSeq, e.Chunks, e.VectorsWaiting, e.Seconds)
+		if r.bar == nil || r.barP != e.Partition {
+			r.endBar()
+			r.bar = progressbar.NewOptions64(int64(max(e.TargetSeq, e.FirstSeq)-e.FirstSeq),
+				progressbar.OptionSetWriter(r.w),
+				progressbar.OptionSetWidth(30),
+				progressbar.OptionFullWidth(),
+				progressbar.OptionShowCount(),
+				progressbar.OptionThrottle(r.every),
+				progressbar.OptionSetSpinnerChangeInterval(0), // no ticker goroutine
+			)
+			r.barP = e.Partition
+		}
+		r.bar.Describe(fmt.Sprintf("partition %d: %d chunks, %d waiting for vectors", e.Partition, e.Chunks, e.VectorsWaiting))
+		_ = r.bar.Set64(int64(e.AppliedSeq - min(e.AppliedSeq, e.FirstSeq)))
 	default:
 		fmt.Fprintf(r.w, "partition %d: %.0f%%, applied stream sequence %d of %d, %d chunks, %d waiting for vectors, %.0fs\n",
 			e.Partition, 100*e.Fraction(), e.AppliedSeq, e.TargetSeq, e.Chunks, e.VectorsWaiting, e.Seconds)
+	}
+}
+
+// endBar clears the bar's line, if a bar is drawn.
+func (r *rebuildProgress) endBar() {
+	if r.bar != nil {
+		_ = r.bar.Clear()
+		r.bar = nil
 	}
 }
 
@@ -125,9 +147,7 @@ func (r *rebuildProgress) done(e node.RebuildEvent) {
 		r.emit(e)
 		return
 	}
-	if r.tty {
-		fmt.Fprint(r.w, "\r\033[K")
-	}
+	r.endBar()
 	from := "from the stream"
 	if e.From != "" {
 		from = fmt.Sprintf("from snapshot %s (stream sequence %d) and the stream after it", e.From, e.FirstSeq)
@@ -141,9 +161,7 @@ func (r *rebuildProgress) note(p int, msg string) {
 		fmt.Fprintln(r.w, string(b))
 		return
 	}
-	if r.tty {
-		fmt.Fprint(r.w, "\r\033[K")
-	}
+	r.endBar()
 	fmt.Fprintf(r.w, "partition %d: %s\n", p, msg)
 }
 
