@@ -282,10 +282,16 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 	if err := tx.Commit(); err != nil {
 		return ApplyStats{}, fmt.Errorf("commit: %w", err)
 	}
+	if s.applyHook != nil {
+		_ = s.applyHook("commit") // committed: the hook only observes
+	}
 	s.index.apply(w.ops)
 	s.sizes.add(w.nsDelta)
 	s.speakers.add(b.Messages)
 	s.applyKeywordIndex(w.kwOps) // last: it tokenizes the batch's chunks
+	if s.applyHook != nil {
+		_ = s.applyHook("indexes")
+	}
 	return w.stats, nil
 }
 
