@@ -36,6 +36,7 @@
 // remote provider wrapped as NewBreaker(NewRateLimited(provider, rl), br): the
 // cache answers what it can, only misses are batched, each batch is one
 // rate-limited request, and vectors are checked before they are cached.
+// Over the built-in embedder Cached uses no cache: recomputing is cheaper.
 //
 // It must not read the environment or files for its configuration (cmd/
 // does, and passes config structs in), know about NATS or the SQLite schema
