@@ -199,8 +199,8 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 	defer tx.Rollback()
 	w := newWriter(ctx, tx, s.ws, s.dims)
 	defer w.close()
-	if s.kw.Load() != nil { // counted now, posted after the commit (kwprep.go)
-		w.prep = startKWPrep()
+	if kw := s.kw.Load(); kw != nil { // counted now, posted after the commit (kwprep.go)
+		w.prep = startKWPrep(kw)
 		defer w.prep.wait()
 	}
 	stages := []struct {

@@ -21,6 +21,8 @@ import (
 type kwTokens struct {
 	terms  []kwTerm
 	length uint32
+	// ix is the index whose term ids the terms know (nil: none).
+	ix *kwIndex
 }
 
 // kwTerm is a distinct token of a row and its weighted frequency. The
@@ -29,6 +31,10 @@ type kwTokens struct {
 type kwTerm struct {
 	t  string
 	f2 uint32
+	// id is t's term id in the index the row was counted against
+	// (kwTokens.ix), when known.
+	id    uint32
+	known bool
 }
 
 // kwCounter counts rows' tokens; it reuses its buffers between rows and is
@@ -76,6 +82,19 @@ func (c *kwCounter) count(tok *ftsTokenizer, d *kwDoc) (kwTokens, error) {
 	return kt, nil
 }
 
+// lookup notes in kt the term ids x already holds, so that resolveLocked
+// need not look them up under the write lock. Ids are never reassigned,
+// so they stay valid for x; a term x does not hold yet is looked up again
+// then (an earlier row of the batch may add it).
+func (x *kwIndex) lookup(kt *kwTokens) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	for i := range kt.terms {
+		kt.terms[i].id, kt.terms[i].known = x.terms[kt.terms[i].t]
+	}
+	kt.ix = x
+}
+
 // resolveLocked returns kt as tokenize would have counted it: term ids,
 // unseen tokens interned when intern (an add) and skipped otherwise (a
 // remove: a token never seen is in no posting). Caller holds x.mu for
@@ -83,8 +102,12 @@ func (c *kwCounter) count(tok *ftsTokenizer, d *kwDoc) (kwTokens, error) {
 func (x *kwIndex) resolveLocked(kt kwTokens, intern bool, scratch map[uint32]uint32) docTokens {
 	clear(scratch)
 	dt := docTokens{f2: scratch, length: kt.length}
+	pre := kt.ix == x
 	for _, t := range kt.terms {
-		id, ok := x.terms[t.t]
+		id, ok := t.id, pre && t.known
+		if !ok {
+			id, ok = x.terms[t.t]
+		}
 		if !ok {
 			if !intern {
 				continue
@@ -137,13 +160,15 @@ type kwPrep struct {
 	err  error
 }
 
-func startKWPrep() *kwPrep {
+// startKWPrep starts a kwPrep that also notes the term ids ix holds (nil:
+// none).
+func startKWPrep(ix *kwIndex) *kwPrep {
 	p := &kwPrep{in: make(chan []kwDoc, 8), done: make(chan struct{})}
-	go p.run(p.in)
+	go p.run(p.in, ix)
 	return p
 }
 
-func (p *kwPrep) run(in <-chan []kwDoc) {
+func (p *kwPrep) run(in <-chan []kwDoc, ix *kwIndex) {
 	defer close(p.done)
 	tok, err := getTokenizer()
 	if err != nil {
@@ -163,6 +188,9 @@ func (p *kwPrep) run(in <-chan []kwDoc) {
 			if err != nil {
 				p.err = err
 				continue
+			}
+			if ix != nil {
+				ix.lookup(&kt)
 			}
 			p.toks = append(p.toks, kt)
 		}

@@ -8,13 +8,16 @@ import (
 // TestPreparedTokensEqualTokenize: a row counted by kwCounter and resolved
 // under the lock gives the index what tokenize gives it (term ids, weighted
 // frequencies, length), for adds that intern new tokens and for removes
-// that skip tokens the index never saw.
+// that skip tokens the index never saw, with and without the term ids noted
+// beforehand (lookup), and with ids noted against another index.
 func TestPreparedTokensEqualTokenize(t *testing.T) {
 	docs := []kwDoc{
 		{rowid: 1, ns: "n", sessionKey: "k", body: "Ana: the weather in Berlin, the WEATHER again", ctx: "2026-01-01\nBo: running runs ran"},
 		{rowid: 2, ns: "n", sessionKey: "k2", body: "人工 智能 人工智能", words: "人工 智能", ctx: "Ana: 人工智能"},
 		{rowid: 3, ns: "other", body: "café résumé naïve weather", words: "", ctx: ""},
 		{rowid: 4, ns: "n", body: "", ctx: "only context words context"},
+		{rowid: 5, ns: "n", sessionKey: "k", body: "Bo: the weather in Berlin, a new word", ctx: "Ana: weather"},
+		{rowid: 6, ns: "n", sessionKey: "k", body: "Bo: Berlin again and again", ctx: "2026-01-02"},
 	}
 	tok, err := getTokenizer()
 	if err != nil {
@@ -40,6 +43,12 @@ func TestPreparedTokensEqualTokenize(t *testing.T) {
 			kt, err := c.count(tok, &docs[i])
 			if err != nil {
 				t.Fatal(err)
+			}
+			switch i % 3 {
+			case 1: // the ids b holds noted beforehand, as a prep does
+				b.lookup(&kt)
+			case 2: // noted against another index: not used
+				newKWIndex().lookup(&kt)
 			}
 			got := b.resolveLocked(kt, intern, map[uint32]uint32{})
 			if got.length != want.length || !maps.Equal(got.f2, wantF2) {
