@@ -65,7 +65,8 @@ type CacheStats struct {
 // behind Batched) does not use its cache: the built-in embedder is
 // deterministic, in process, and embeds a text in ~10 µs, less than the key,
 // the lookup and the write of the store's SQLite cache cost (~23 µs a text
-// on ingest, where nearly every text is new); Stats stays zero for it.
+// on ingest, where nearly every text is new); Stats counts each distinct
+// text of a request a miss: the cache answered none of them.
 //
 // The cache never fails a request: a read error counts in Stats and makes
 // every text a miss, a write error counts and is otherwise ignored. Vectors
@@ -101,8 +102,9 @@ func (c *Cached) Embed(ctx context.Context, req Request) ([][]float32, error) {
 		return [][]float32{}, nil
 	}
 	info := c.inner.Info()
-	if info.Provider == builtinProvider {
-		return c.inner.Embed(ctx, req) // cheaper than the cache (see Cached)
+	if info.Provider == builtinProvider { // cheaper than the cache (see Cached)
+		c.misses.Add(uint64(distinct(req.Texts)))
+		return c.inner.Embed(ctx, req)
 	}
 
 	// Distinct texts, their keys, and for each text its distinct index.
@@ -172,4 +174,16 @@ func (c *Cached) Embed(ctx context.Context, req Request) ([][]float32, error) {
 		out[i] = vecs[u]
 	}
 	return out, nil
+}
+
+// distinct returns the number of distinct texts.
+func distinct(texts []string) int {
+	if len(texts) < 2 {
+		return len(texts)
+	}
+	seen := make(map[string]struct{}, len(texts))
+	for _, t := range texts {
+		seen[t] = struct{}{}
+	}
+	return len(seen)
 }

@@ -266,9 +266,9 @@ func (c *countingCache) PutMany(ctx context.Context, entries map[string][]float3
 }
 
 // TestCachedPassesTheBuiltinEmbedderThrough: over the built-in embedder
-// (also behind Batched) Cached neither reads nor writes its cache and
-// returns the built-in embedder's vectors, each its own copy; over any
-// other provider it uses the cache.
+// (also behind Batched) Cached neither reads nor writes its cache, returns
+// the built-in embedder's vectors, each its own copy, and counts each
+// distinct text a miss; over any other provider it uses the cache.
 func TestCachedPassesTheBuiltinEmbedderThrough(t *testing.T) {
 	b, err := NewBuiltin(BuiltinConfig{Dims: 32})
 	if err != nil {
@@ -313,8 +313,8 @@ func TestCachedPassesTheBuiltinEmbedderThrough(t *testing.T) {
 			if got[2][0] == got[0][0] {
 				t.Fatalf("the vectors of a repeated text share memory")
 			}
-			if st := c.Stats(); st != (CacheStats{}) {
-				t.Fatalf("Stats()=%+v, want zero", st)
+			if st, want := c.Stats(), (CacheStats{Misses: 2}); st != want {
+				t.Fatalf("Stats()=%+v, want %+v (each distinct text a miss)", st, want)
 			}
 		})
 	}
