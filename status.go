@@ -103,8 +103,8 @@ type PartitionStatus struct {
 	KeywordIndex      string `json:"keywordIndex,omitempty"`
 	KeywordIndexBytes int64  `json:"keywordIndexBytes,omitempty"`
 	VectorIndexBytes  int64  `json:"vectorIndexBytes,omitempty"`
-	Namespaces        int64   `json:"namespaces"`
-	DLQ               uint64  `json:"dlq"`
+	Namespaces        int64  `json:"namespaces"`
+	DLQ               uint64 `json:"dlq"`
 	// RecordsMerged counts memory record upserts since start that updated a
 	// near-duplicate record instead of adding one.
 	RecordsMerged uint64 `json:"recordsMerged"`

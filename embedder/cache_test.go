@@ -248,3 +248,74 @@ func BenchmarkCached(b *testing.B) {
 		})
 	}
 }
+
+// countingCache counts the keys it is asked for and given.
+type countingCache struct {
+	Cache
+	gets, puts int
+}
+
+func (c *countingCache) GetMany(ctx context.Context, keys []string) (map[string][]float32, error) {
+	c.gets += len(keys)
+	return c.Cache.GetMany(ctx, keys)
+}
+
+func (c *countingCache) PutMany(ctx context.Context, entries map[string][]float32) error {
+	c.puts += len(entries)
+	return c.Cache.PutMany(ctx, entries)
+}
+
+// TestCachedPassesTheBuiltinEmbedderThrough: over the built-in embedder
+// (also behind Batched) Cached neither reads nor writes its cache, returns
+// the built-in embedder's vectors, each its own copy, and counts each
+// distinct text a miss; over any other provider it uses the cache.
+func TestCachedPassesTheBuiltinEmbedderThrough(t *testing.T) {
+	b, err := NewBuiltin(BuiltinConfig{Dims: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"the weather in Berlin", "a second text", "the weather in Berlin"}
+	want, err := b.Embed(context.Background(), Request{Texts: texts, Kind: KindDocument})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		inner    Embedder
+		wantUses bool
+	}{
+		{"builtin", b, false},
+		{"builtin behind Batched", NewBatched(b, PoolConfig{BatchSize: 2, Concurrency: 2}), false},
+		{"another provider", &indexEmbedder{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cache := &countingCache{Cache: NewMemoryCache(1 << 20)}
+			c := NewCached(tc.inner, cache)
+			got, err := c.Embed(context.Background(), Request{Texts: texts, Kind: KindDocument})
+			if err != nil {
+				t.Fatalf("Embed: %v", err)
+			}
+			if uses := cache.gets+cache.puts > 0; uses != tc.wantUses {
+				t.Fatalf("cache got %d keys and %d entries, want use %v", cache.gets, cache.puts, tc.wantUses)
+			}
+			if tc.wantUses {
+				return
+			}
+			if len(got) != len(want) {
+				t.Fatalf("Embed returned %d vectors, want %d", len(got), len(want))
+			}
+			for i := range want {
+				if !slices.Equal(got[i], want[i]) {
+					t.Fatalf("vector %d differs from the built-in embedder's", i)
+				}
+			}
+			got[0][0]++
+			if got[2][0] == got[0][0] {
+				t.Fatalf("the vectors of a repeated text share memory")
+			}
+			if st, want := c.Stats(), (CacheStats{Misses: 2}); st != want {
+				t.Fatalf("Stats()=%+v, want %+v (each distinct text a miss)", st, want)
+			}
+		})
+	}
+}

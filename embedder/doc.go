@@ -41,6 +41,7 @@
 // can, only misses are batched, each batch is one rate-limited request, and
 // vectors are checked before they are cached. Space and ParseSpace name a
 // vector space as shards record it.
+// Over the built-in embedder Cached uses no cache: recomputing is cheaper.
 //
 // It must not read the environment or files for its configuration (cmd/
 // does, and passes config structs in; API keys come through

@@ -121,7 +121,13 @@ type writer struct {
 	buf    []byte // vector encoding scratch; the driver copies bound blobs
 	ops    []indexOp
 	kwOps  []kwOp // keyword index changes (kwindex.go)
-	stats  ApplyStats
+	// prep counts the tokens of kwOps' rows while the transaction runs
+	// (kwprep.go); nil when the shard has no keyword index to post them to.
+	prep *kwPrep
+	// tails are the stored tails of the sessions of the batch's Rechunk,
+	// read by readTails, each taken once by tail.
+	tails map[SessionRef][]storedChunk
+	stats ApplyStats
 	// nsDelta is the change of each namespace's chunk count.
 	nsDelta map[string]int64
 }
@@ -129,6 +135,14 @@ type writer struct {
 func newWriter(ctx context.Context, tx *sql.Tx, ws *writeStmts, dims int) *writer {
 	return &writer{parent: ctx, ctx: context.WithoutCancel(ctx), tx: tx, ws: ws, dims: dims,
 		bound: make(map[*sql.Stmt]*sql.Stmt, 16), nsDelta: map[string]int64{}}
+}
+
+// addKWOp records a keyword index change and hands its row to the counter.
+func (w *writer) addKWOp(op kwOp) {
+	w.kwOps = append(w.kwOps, op)
+	if w.prep != nil {
+		w.prep.add(op.doc)
+	}
 }
 
 // alive returns the parent context's error, if any.
@@ -185,6 +199,10 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 	defer tx.Rollback()
 	w := newWriter(ctx, tx, s.ws, s.dims)
 	defer w.close()
+	if kw := s.kw.Load(); kw != nil { // counted now, posted after the commit (kwprep.go)
+		w.prep = startKWPrep(kw)
+		defer w.prep.wait()
+	}
 	stages := []struct {
 		name string
 		run  func() error
@@ -214,6 +232,9 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 			return nil
 		}},
 		{"rechunk", func() error {
+			if err := w.readTails(b.Rechunk); err != nil {
+				return fmt.Errorf("rechunk: %w", err)
+			}
 			for i := range b.Rechunk {
 				if err := w.rechunk(&b.Rechunk[i]); err != nil {
 					return fmt.Errorf("rechunk: %w", err)
@@ -282,10 +303,21 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 	if err := tx.Commit(); err != nil {
 		return ApplyStats{}, fmt.Errorf("commit: %w", err)
 	}
+	if s.applyHook != nil {
+		_ = s.applyHook("commit") // committed: the hook only observes
+	}
 	s.index.apply(w.ops)
 	s.sizes.add(w.nsDelta)
 	s.speakers.add(b.Messages)
-	s.applyKeywordIndex(w.kwOps) // last: it tokenizes the batch's chunks
+	var toks []kwTokens
+	var tokErr error
+	if w.prep != nil {
+		toks, tokErr = w.prep.wait()
+	}
+	s.applyKeywordIndex(w.kwOps, toks, tokErr) // last: it posts the batch's chunks
+	if s.applyHook != nil {
+		_ = s.applyHook("indexes")
+	}
 	return w.stats, nil
 }
 
@@ -387,7 +419,7 @@ func (w *writer) dropChunkIndexes(ns string, d deletedChunk) error {
 	if _, err := w.st(w.ws.ftsDelete).ExecContext(w.ctx, d.rowid, d.text, nsToken(ns), d.words, d.ctx, d.sk); err != nil {
 		return fmt.Errorf("fts delete: %w", err)
 	}
-	w.kwOps = append(w.kwOps, kwOp{doc: kwDoc{rowid: d.rowid, ns: ns, body: d.text, words: d.words.String, ctx: d.ctx}})
+	w.addKWOp(kwOp{doc: kwDoc{rowid: d.rowid, ns: ns, body: d.text, words: d.words.String, ctx: d.ctx}})
 	if d.hasVector {
 		if _, err := w.st(w.ws.vecDelete).ExecContext(w.ctx, d.rowid); err != nil {
 			return fmt.Errorf("vec delete: %w", err)
@@ -409,30 +441,94 @@ func (w *writer) upsertMessage(m *Message) error {
 	return nil
 }
 
-// rechunk replaces the tail of one session's chunks (see SessionChunks).
-func (w *writer) rechunk(sc *SessionChunks) error {
+// storedChunk is a stored chunk of a session's tail that rechunk keeps or
+// deletes.
+type storedChunk struct {
+	deletedChunk
+	id string
+}
+
+// readTails reads the stored tails of the sessions of rcs (the chunks from
+// From on, as sqlSelectTail) with a statement per tailSessionsPerQuery
+// sessions instead of one a session, into w.tails. Only a session's first
+// SessionChunks is read ahead: a second one's tail depends on the first's
+// changes, so tail reads it when its turn comes.
+func (w *writer) readTails(rcs []SessionChunks) error {
+	if len(rcs) < 2 {
+		return nil
+	}
+	reqs := make([]TailRequest, 0, len(rcs))
+	seen := make(map[SessionRef]bool, len(rcs))
+	for i := range rcs {
+		ref := rcs[i].Session
+		if seen[ref] {
+			continue
+		}
+		seen[ref] = true
+		reqs = append(reqs, TailRequest{Session: ref, Seq: rcs[i].From})
+	}
+	w.tails = make(map[SessionRef][]storedChunk, len(reqs))
+	for start := 0; start < len(reqs); start += tailSessionsPerQuery {
+		part := reqs[start:min(start+tailSessionsPerQuery, len(reqs))]
+		rows, err := w.tx.QueryContext(w.ctx, tailValues(len(part))+`
+			SELECT s.i, c.rowid, c.id, c.fts_body, c.fts_words, c.fts_ctx, c.sk, c.has_vector FROM s CROSS JOIN chunks c
+			ON c.namespace = s.ns AND c.session_key = s.k AND c.session_id = s.sid AND c.seq_start >= s.seq`,
+			tailArgs(0, part)...)
+		if err != nil {
+			return err
+		}
+		for _, r := range part {
+			w.tails[r.Session] = nil
+		}
+		for rows.Next() {
+			var i int
+			var e storedChunk
+			if err := rows.Scan(&i, &e.rowid, &e.id, &e.text, &e.words, &e.ctx, &e.sk, &e.hasVector); err != nil {
+				rows.Close()
+				return err
+			}
+			ref := part[i].Session
+			w.tails[ref] = append(w.tails[ref], e)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tail returns the stored chunks of sc's session from sc.From on: those
+// readTails read, once, or else read now.
+func (w *writer) tail(sc *SessionChunks) ([]storedChunk, error) {
 	ref := sc.Session
+	if t, ok := w.tails[ref]; ok {
+		delete(w.tails, ref) // a later rechunk of the session reads it again
+		return t, nil
+	}
 	rows, err := w.st(w.ws.selectTail).QueryContext(w.ctx, ref.Namespace, ref.SessionKey, ref.SessionID, sc.From)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	type stored struct {
-		deletedChunk
-		id string
-	}
-	var tail []stored
+	var tail []storedChunk
 	for rows.Next() {
-		var e stored
+		var e storedChunk
 		if err := rows.Scan(&e.rowid, &e.id, &e.text, &e.words, &e.ctx, &e.sk, &e.hasVector); err != nil {
 			rows.Close()
-			return err
+			return nil, err
 		}
 		tail = append(tail, e)
 	}
-	if err := rows.Close(); err != nil {
+	return tail, rows.Close()
+}
+
+// rechunk replaces the tail of one session's chunks (see SessionChunks).
+func (w *writer) rechunk(sc *SessionChunks) error {
+	ref := sc.Session
+	tail, err := w.tail(sc)
+	if err != nil {
 		return err
 	}
-	existing := make(map[string]stored, len(tail))
+	existing := make(map[string]storedChunk, len(tail))
 	if len(tail) > 0 {
 		keep := make(map[string]bool, len(sc.Chunks))
 		for i := range sc.Chunks {
@@ -502,7 +598,7 @@ func (w *writer) insertChunk(c *Chunk) error {
 		return fmt.Errorf("fts insert: %w", err)
 	}
 	words, _ := fi.words.(string)
-	w.kwOps = append(w.kwOps, kwOp{add: true, doc: kwDoc{rowid: rowid, ns: c.Namespace, sessionKey: c.SessionKey,
+	w.addKWOp(kwOp{add: true, doc: kwDoc{rowid: rowid, ns: c.Namespace, sessionKey: c.SessionKey,
 		sessionID: c.SessionID, source: c.Source, dirPath: c.DirPath, tsStart: nanos(c.TimeStart), tsEnd: nanos(c.TimeEnd),
 		head: c.Text, body: fi.body, words: words, ctx: cbody}})
 	w.stats.ChunksInserted++

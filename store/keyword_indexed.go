@@ -104,7 +104,11 @@ func (l *kwLoad) stop() {
 // index (or queues them while it loads). Should that fail (the tokenizer
 // out of memory), the index is dropped and FTS5 ranks every keyword search
 // from then on: slower, never wrong; Stats says so with the reason.
-func (s *Shard) applyKeywordIndex(ops []kwOp) {
+//
+// toks, when tokErr is nil and it holds a count for every op, are the ops'
+// rows counted during the transaction (kwprep.go); otherwise the index
+// tokenizes them itself.
+func (s *Shard) applyKeywordIndex(ops []kwOp, toks []kwTokens, tokErr error) {
 	if len(ops) == 0 {
 		return
 	}
@@ -121,7 +125,13 @@ func (s *Shard) applyKeywordIndex(ops []kwOp) {
 	if kw == nil {
 		return
 	}
-	if err := kw.apply(ops); err != nil {
+	var err error
+	if tokErr == nil && len(toks) == len(ops) {
+		err = kw.applyTokenized(ops, toks)
+	} else {
+		err = kw.apply(ops)
+	}
+	if err != nil {
 		s.kwDropped.Store(err.Error())
 		s.kw.Store(nil)
 	}

@@ -140,6 +140,18 @@ func speakerHead(source, text string) string {
 	return text[:i]
 }
 
+// kwColumn is a value of a row that chunks_fts indexes and its weight in
+// half units (0: it counts in the row's length only).
+type kwColumn struct {
+	text string
+	w    uint32
+}
+
+// columns are d's values in chunks_fts's columns.
+func (d *kwDoc) columns() [5]kwColumn {
+	return [...]kwColumn{{d.body, 2}, {d.words, 2}, {d.ctx, 1}, {nsToken(d.ns), 0}, {skToken(d.sessionKey), 0}}
+}
+
 // docTokens is the tokenized form of one row.
 type docTokens struct {
 	f2     map[uint32]uint32 // term id → weighted frequency (half units)
@@ -152,11 +164,7 @@ type docTokens struct {
 func (x *kwIndex) tokenize(tok *ftsTokenizer, d *kwDoc, intern bool, scratch map[uint32]uint32) (docTokens, error) {
 	clear(scratch)
 	dt := docTokens{f2: scratch}
-	cols := [...]struct {
-		text string
-		w    uint32
-	}{{d.body, 2}, {d.words, 2}, {d.ctx, 1}, {nsToken(d.ns), 0}, {skToken(d.sessionKey), 0}}
-	for _, c := range cols {
+	for _, c := range d.columns() {
 		n, err := tok.tokens(c.text, tokenizeDocument, func(t []byte) {
 			if c.w == 0 {
 				return
@@ -216,12 +224,20 @@ func (x *kwIndex) space(ns string) *kwSpace {
 }
 
 func (x *kwIndex) addLocked(tok *ftsTokenizer, d *kwDoc, scratch map[uint32]uint32) error {
-	if _, ok := x.where[d.rowid]; ok { // replaced in place: drop the old row first
+	if _, ok := x.where[d.rowid]; ok { // before tokenizing: nothing to intern
 		return fmt.Errorf("keyword index: row %d added twice", d.rowid)
 	}
 	dt, err := x.tokenize(tok, d, true, scratch)
 	if err != nil {
 		return err
+	}
+	return x.insertLocked(d, dt)
+}
+
+// insertLocked adds d, whose tokens are dt, to its namespace's space.
+func (x *kwIndex) insertLocked(d *kwDoc, dt docTokens) error {
+	if _, ok := x.where[d.rowid]; ok { // replaced in place: drop the old row first
+		return fmt.Errorf("keyword index: row %d added twice", d.rowid)
 	}
 	sp := x.space(d.ns)
 	doc := uint32(len(sp.rowids))
@@ -258,13 +274,21 @@ func (x *kwIndex) addLocked(tok *ftsTokenizer, d *kwDoc, scratch map[uint32]uint
 }
 
 func (x *kwIndex) removeLocked(tok *ftsTokenizer, d *kwDoc, scratch map[uint32]uint32) error {
-	loc, ok := x.where[d.rowid]
-	if !ok {
+	if _, ok := x.where[d.rowid]; !ok {
 		return fmt.Errorf("keyword index: row %d removed but not held", d.rowid)
 	}
 	dt, err := x.tokenize(tok, d, false, scratch)
 	if err != nil {
 		return err
+	}
+	return x.deleteLocked(d, dt)
+}
+
+// deleteLocked removes the row d.rowid, whose tokens are dt.
+func (x *kwIndex) deleteLocked(d *kwDoc, dt docTokens) error {
+	loc, ok := x.where[d.rowid]
+	if !ok {
+		return fmt.Errorf("keyword index: row %d removed but not held", d.rowid)
 	}
 	for id := range dt.f2 {
 		x.df[id]--

@@ -435,7 +435,7 @@ func TestKeywordIndexDroppedFallsBackToFTS5(t *testing.T) {
 	if st, err := s.Stats(ctx); err != nil || st.KeywordIndex != "memory" || st.KeywordIndexBytes <= 0 {
 		t.Fatalf("Stats = %+v, %v; want the keyword index in memory", st, err)
 	}
-	s.applyKeywordIndex([]kwOp{{doc: kwDoc{rowid: 12345, ns: "n", body: "x"}}}) // a row it does not hold
+	s.applyKeywordIndex([]kwOp{{doc: kwDoc{rowid: 12345, ns: "n", body: "x"}}}, nil, nil) // a row it does not hold
 	st, err := s.Stats(ctx)
 	if err != nil || !strings.HasPrefix(st.KeywordIndex, "fts5: keyword index dropped: ") || !strings.Contains(st.KeywordIndex, "12345") {
 		t.Fatalf("Stats.KeywordIndex = %q, %v; want fts5 and the reason", st.KeywordIndex, err)

@@ -197,7 +197,9 @@ type Shard struct {
 	closed  atomic.Bool
 
 	// applyHook, when set (tests only), runs after each stage of Apply with
-	// the stage name; an error aborts the transaction.
+	// the stage name; an error aborts the transaction. It also runs after
+	// the commit ("commit") and after the in-memory indexes follow it
+	// ("indexes"), where its error is ignored (benchmarks time the stages).
 	applyHook func(stage string) error
 }
 

@@ -1,0 +1,137 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// BenchmarkApplyHotNamespace is the commit stage of one hot namespace
+// (issue 13 item 3): b.N messages of one namespace interleaved over 1,000
+// sessions (message i is the next of session i%1000) applied from an empty
+// shard in the batches a worker behind makes (4,000 messages: each
+// session's new messages and the re-chunking of its tail, which keeps the
+// open chunk and adds one chunk a message with its context and a 384-dim
+// vector). It reports messages/s and the µs a message of each part of
+// Apply: the messages stage, the rechunk stage (chunk rows, FTS5 rows,
+// vectors), the commit, and the in-memory indexes after it; and the CPU
+// time of the process a message (all its threads), which a loaded box
+// inflates less than the wall time. Run it with
+// -benchtime=100000x for the bench suite's size.
+func BenchmarkApplyHotNamespace(b *testing.B) {
+	for _, per := range []int{1000, 4000} {
+		b.Run(fmt.Sprintf("batch=%d", per), func(b *testing.B) {
+			benchmarkApplyHot(b, 1000, per)
+		})
+	}
+}
+
+func benchmarkApplyHot(b *testing.B, sessions, per int) {
+	ctx := context.Background()
+	s := openTest(b, benchDims)
+	batches := hotBatches(b.N, sessions, per, benchDims)
+	var stage [5]time.Duration // messages, rechunk, seq, commit, indexes
+	var mark time.Time
+	names := map[string]int{"messages": 0, "rechunk": 1, "seq": 2, "commit": 3, "indexes": 4}
+	s.applyHook = func(name string) error {
+		if i, ok := names[name]; ok {
+			now := time.Now()
+			stage[i] += now.Sub(mark)
+			mark = now
+		} else {
+			mark = time.Now()
+		}
+		return nil
+	}
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	b.ResetTimer()
+	for i := range batches {
+		mark = time.Now()
+		if _, err := s.Apply(ctx, batches[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	cpu := processCPU() - cpu0
+	s.applyHook = nil
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/msg")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+	for name, i := range names {
+		b.ReportMetric(float64(stage[i].Microseconds())/float64(b.N), name+"-µs/msg")
+	}
+}
+
+// processCPU is the CPU time (user and system) of the process so far: on a
+// shared box it moves less with the other load than the wall time does.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// hotBatches returns the batches of n messages over sessions interleaved
+// sessions, per messages a batch, as the consumer plans them: each session's
+// new messages, and its SessionChunks from its open (last) chunk on.
+func hotBatches(n, sessions, per, dims int) []Batch {
+	const ns = "hot"
+	r := rand.New(rand.NewPCG(13, 3))
+	type sess struct {
+		msgs []Message
+		last *Chunk // the open tail chunk
+	}
+	ss := make([]sess, sessions)
+	var out []Batch
+	for start := 0; start < n; start += per {
+		bt := Batch{Seq: uint64(min(start+per, n))}
+		touched := map[int]int{} // session → index in bt.Rechunk
+		for i := start; i < min(start+per, n); i++ {
+			si := i % sessions
+			st := &ss[si]
+			seq := int64(len(st.msgs) + 1)
+			ts := t0.Add(time.Duration(i) * time.Second)
+			ref := SessionRef{Namespace: ns, SessionKey: fmt.Sprintf("chat-%d", si), SessionID: "s1"}
+			m := Message{Namespace: ns, SessionKey: ref.SessionKey, SessionID: ref.SessionID, Seq: seq,
+				ID: fmt.Sprintf("%s/s1/%d", ref.SessionKey, seq), Speaker: "Ana", Text: zipfText(r, 12+(i*7)%24), Time: ts}
+			bt.Messages = append(bt.Messages, m)
+			j, ok := touched[si]
+			if !ok {
+				j = len(bt.Rechunk)
+				touched[si] = j
+				sc := SessionChunks{Session: ref, From: 1}
+				if st.last != nil {
+					sc.From = st.last.SeqStart
+					sc.Chunks = append(sc.Chunks, *st.last)
+				}
+				bt.Rechunk = append(bt.Rechunk, sc)
+			}
+			ctxt := ts.Format("2006-01-02")
+			for k := max(0, len(st.msgs)-2); k < len(st.msgs); k++ {
+				ctxt += "\n" + st.msgs[k].Speaker + ": " + st.msgs[k].Text
+			}
+			sum := sha256.Sum256([]byte(ref.SessionKey + "\x00" + m.Text + "\x00" + fmt.Sprint(seq)))
+			c := Chunk{ID: hex.EncodeToString(sum[:16]), Namespace: ns, Source: "sessions", SessionKey: ref.SessionKey,
+				SessionID: ref.SessionID, SeqStart: seq, SeqEnd: seq, Text: m.Speaker + ": " + m.Text, Context: ctxt,
+				TimeStart: ts, TimeEnd: ts, Vector: randVec(r, dims)}
+			bt.Rechunk[j].Chunks = append(bt.Rechunk[j].Chunks, c)
+			st.msgs = append(st.msgs, m)
+			st.last = &bt.Rechunk[j].Chunks[len(bt.Rechunk[j].Chunks)-1]
+		}
+		// The kept open chunk was the previous batch's; pointers into this
+		// batch's slices stay valid once it is complete.
+		for si := range touched {
+			sc := &bt.Rechunk[touched[si]]
+			c := sc.Chunks[len(sc.Chunks)-1]
+			ss[si].last = &c
+		}
+		out = append(out, bt)
+	}
+	return out
+}

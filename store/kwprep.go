@@ -1,0 +1,222 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Tokenizing the rows a batch adds to (and removes from) the keyword index
+// is most of the index's cost after a commit, and the commit stage of a
+// partition is its critical path. So Apply hands each row to a kwPrep as
+// the transaction writes it, which tokenizes it on another goroutine while
+// the transaction runs; after the commit the index only maps the counted
+// tokens to term ids and posts them (applyTokenized), in commit order under
+// writeMu as before. The tokens are the ones tokenize counts, from the same
+// FTS5 tokenizer, so the index is the same either way
+// (TestKeywordIndexRanksAsFTS5, TestPreparedTokensEqualTokenize).
+
+// kwTokens is one row's tokens counted without the index: each distinct
+// token of a weighted column with its weighted frequency in half units (as
+// docTokens), and the row's length in tokens of every column.
+type kwTokens struct {
+	terms  []kwTerm
+	length uint32
+	// ix is the index whose term ids the terms know (nil: none).
+	ix *kwIndex
+}
+
+// kwTerm is a distinct token of a row and its weighted frequency. The
+// token is a substring of one string a row; the index clones it when it
+// interns it.
+type kwTerm struct {
+	t  string
+	f2 uint32
+	// id is t's term id in the index the row was counted against
+	// (kwTokens.ix), when known.
+	id    uint32
+	known bool
+}
+
+// kwCounter counts rows' tokens; it reuses its buffers between rows and is
+// not safe for concurrent use.
+type kwCounter struct {
+	buf   []byte
+	spans []kwSpan
+	at    map[string]int
+}
+
+type kwSpan struct{ off, n, w uint32 }
+
+// count tokenizes d with tok as tokenize does, without the index.
+func (c *kwCounter) count(tok *ftsTokenizer, d *kwDoc) (kwTokens, error) {
+	c.buf, c.spans = c.buf[:0], c.spans[:0]
+	var kt kwTokens
+	for _, col := range d.columns() {
+		n, err := tok.tokens(col.text, tokenizeDocument, func(t []byte) {
+			if col.w == 0 {
+				return
+			}
+			c.spans = append(c.spans, kwSpan{off: uint32(len(c.buf)), n: uint32(len(t)), w: col.w})
+			c.buf = append(c.buf, t...)
+		})
+		if err != nil {
+			return kwTokens{}, err
+		}
+		kt.length += uint32(n)
+	}
+	all := string(c.buf)
+	if c.at == nil {
+		c.at = map[string]int{}
+	}
+	clear(c.at)
+	kt.terms = make([]kwTerm, 0, len(c.spans))
+	for _, sp := range c.spans {
+		t := all[sp.off : sp.off+sp.n]
+		if i, ok := c.at[t]; ok {
+			kt.terms[i].f2 += sp.w
+			continue
+		}
+		c.at[t] = len(kt.terms)
+		kt.terms = append(kt.terms, kwTerm{t: t, f2: sp.w})
+	}
+	return kt, nil
+}
+
+// lookup notes in kt the term ids x already holds, so that resolveLocked
+// need not look them up under the write lock. Ids are never reassigned,
+// so they stay valid for x; a term x does not hold yet is looked up again
+// then (an earlier row of the batch may add it).
+func (x *kwIndex) lookup(kt *kwTokens) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	for i := range kt.terms {
+		kt.terms[i].id, kt.terms[i].known = x.terms[kt.terms[i].t]
+	}
+	kt.ix = x
+}
+
+// resolveLocked returns kt as tokenize would have counted it: term ids,
+// unseen tokens interned when intern (an add) and skipped otherwise (a
+// remove: a token never seen is in no posting). Caller holds x.mu for
+// writing.
+func (x *kwIndex) resolveLocked(kt kwTokens, intern bool, scratch map[uint32]uint32) docTokens {
+	clear(scratch)
+	dt := docTokens{f2: scratch, length: kt.length}
+	pre := kt.ix == x
+	for _, t := range kt.terms {
+		id, ok := t.id, pre && t.known
+		if !ok {
+			id, ok = x.terms[t.t]
+		}
+		if !ok {
+			if !intern {
+				continue
+			}
+			id = uint32(len(x.df))
+			x.terms[strings.Clone(t.t)] = id
+			x.df = append(x.df, 0)
+		}
+		dt.f2[id] += t.f2
+	}
+	return dt
+}
+
+// applyTokenized is apply for ops whose rows are already counted: toks[i]
+// is ops[i]'s.
+func (x *kwIndex) applyTokenized(ops []kwOp, toks []kwTokens) error {
+	if len(toks) != len(ops) {
+		return fmt.Errorf("keyword index: %d rows counted for %d changes", len(toks), len(ops))
+	}
+	scratch := map[uint32]uint32{}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for i := range ops {
+		dt := x.resolveLocked(toks[i], ops[i].add, scratch)
+		var err error
+		if ops[i].add {
+			err = x.insertLocked(&ops[i].doc, dt)
+		} else {
+			err = x.deleteLocked(&ops[i].doc, dt)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kwPrepBatch is how many rows the writer hands a kwPrep at a time.
+const kwPrepBatch = 32
+
+// kwPrep counts the tokens of the rows a write transaction hands it, in
+// order, on a goroutine of its own that wait ends; its owner is the write
+// transaction's Apply.
+type kwPrep struct {
+	in   chan []kwDoc
+	done chan struct{}
+	pend []kwDoc
+	// toks and err are the goroutine's until done is closed.
+	toks []kwTokens
+	err  error
+}
+
+// startKWPrep starts a kwPrep that also notes the term ids ix holds (nil:
+// none).
+func startKWPrep(ix *kwIndex) *kwPrep {
+	p := &kwPrep{in: make(chan []kwDoc, 8), done: make(chan struct{})}
+	go p.run(p.in, ix)
+	return p
+}
+
+func (p *kwPrep) run(in <-chan []kwDoc, ix *kwIndex) {
+	defer close(p.done)
+	tok, err := getTokenizer()
+	if err != nil {
+		p.err = err
+		for range in { // drain: the writer keeps sending until wait
+		}
+		return
+	}
+	defer putTokenizer(tok)
+	var c kwCounter
+	for docs := range in {
+		for i := range docs {
+			if p.err != nil {
+				continue
+			}
+			kt, err := c.count(tok, &docs[i])
+			if err != nil {
+				p.err = err
+				continue
+			}
+			if ix != nil {
+				ix.lookup(&kt)
+			}
+			p.toks = append(p.toks, kt)
+		}
+	}
+}
+
+// add hands the goroutine a row (a copy of d).
+func (p *kwPrep) add(d kwDoc) {
+	p.pend = append(p.pend, d)
+	if len(p.pend) == kwPrepBatch {
+		p.in <- p.pend
+		p.pend = make([]kwDoc, 0, kwPrepBatch)
+	}
+}
+
+// wait ends the goroutine and returns the rows' tokens in the order they
+// were added; later calls return the same.
+func (p *kwPrep) wait() ([]kwTokens, error) {
+	if p.in != nil {
+		if len(p.pend) > 0 {
+			p.in <- p.pend
+			p.pend = nil
+		}
+		close(p.in)
+		p.in = nil
+		<-p.done
+	}
+	return p.toks, p.err
+}

@@ -1,0 +1,62 @@
+package store
+
+import (
+	"maps"
+	"testing"
+)
+
+// TestPreparedTokensEqualTokenize: a row counted by kwCounter and resolved
+// under the lock gives the index what tokenize gives it (term ids, weighted
+// frequencies, length), for adds that intern new tokens and for removes
+// that skip tokens the index never saw, with and without the term ids noted
+// beforehand (lookup), and with ids noted against another index.
+func TestPreparedTokensEqualTokenize(t *testing.T) {
+	docs := []kwDoc{
+		{rowid: 1, ns: "n", sessionKey: "k", body: "Ana: the weather in Berlin, the WEATHER again", ctx: "2026-01-01\nBo: running runs ran"},
+		{rowid: 2, ns: "n", sessionKey: "k2", body: "人工 智能 人工智能", words: "人工 智能", ctx: "Ana: 人工智能"},
+		{rowid: 3, ns: "other", body: "café résumé naïve weather", words: "", ctx: ""},
+		{rowid: 4, ns: "n", body: "", ctx: "only context words context"},
+		{rowid: 5, ns: "n", sessionKey: "k", body: "Bo: the weather in Berlin, a new word", ctx: "Ana: weather"},
+		{rowid: 6, ns: "n", sessionKey: "k", body: "Bo: Berlin again and again", ctx: "2026-01-02"},
+	}
+	tok, err := getTokenizer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer putTokenizer(tok)
+	for _, intern := range []bool{true, false} {
+		a, b := newKWIndex(), newKWIndex()
+		if !intern { // a remove: the index knows some of the tokens only
+			for _, x := range []*kwIndex{a, b} {
+				if err := x.addLocked(tok, &docs[0], map[uint32]uint32{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		var c kwCounter
+		for i := range docs {
+			want, err := a.tokenize(tok, &docs[i], intern, map[uint32]uint32{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantF2 := maps.Clone(want.f2)
+			kt, err := c.count(tok, &docs[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch i % 3 {
+			case 1: // the ids b holds noted beforehand, as a prep does
+				b.lookup(&kt)
+			case 2: // noted against another index: not used
+				newKWIndex().lookup(&kt)
+			}
+			got := b.resolveLocked(kt, intern, map[uint32]uint32{})
+			if got.length != want.length || !maps.Equal(got.f2, wantF2) {
+				t.Fatalf("doc %d (intern %v): counted %d tokens %v, tokenize %d %v", docs[i].rowid, intern, got.length, got.f2, want.length, wantF2)
+			}
+		}
+		if !maps.Equal(a.terms, b.terms) {
+			t.Fatalf("intern %v: dictionaries differ: %v vs %v", intern, b.terms, a.terms)
+		}
+	}
+}
