@@ -63,8 +63,8 @@ func TestRebuildEmbedderTripsItsBreaker(t *testing.T) {
 }
 
 // TestRebuildBoundsTheEmbeddingCache: Rebuild opens the data directory's
-// embedding cache with Config.CacheMaxBytes, so a cache a worker filled
-// unbounded is cut down to the bound (before issue 14, rebuild opened it
+// embedding cache with Config.CacheMaxBytes, so a cache filled unbounded is
+// cut down to the bound (before issue 14, rebuild opened it
 // with no bound at all).
 func TestRebuildBoundsTheEmbeddingCache(t *testing.T) {
 	dir := t.TempDir()
@@ -96,6 +96,21 @@ func TestRebuildBoundsTheEmbeddingCache(t *testing.T) {
 		}
 		return st.Bytes
 	}
+	// The built-in embedder is not cached (recomputing is cheaper than a
+	// lookup), so fill the data directory's cache, unbounded, as a worker
+	// with a remote provider would have.
+	fill, err := store.OpenCacheWith(ctx, filepath.Join(dir, "cache.db"), store.CacheConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := map[string][]float32{}
+	for i := range 200 {
+		entries[fmt.Sprintf("openai|m|384|doc|text %d", i)] = make([]float32, 384)
+	}
+	if err := fill.PutMany(ctx, entries); err != nil {
+		t.Fatal(err)
+	}
+	fill.Close(ctx)
 	filled := cacheBytes(t)
 	bound := filled / 4
 	if bound < 4<<10 {
