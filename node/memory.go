@@ -33,6 +33,12 @@ func (n *Node) shardConfig(dims int, space string) store.Config {
 	sc := store.Config{Dims: dims, Space: space, NoSqliteVec: !n.cfg.SQLiteVec}
 	if n.cfg.MemoryLimit > 0 {
 		sc.CacheKiB, sc.MmapBytes = n.shardCacheKiB, -1
+		// An eighth of the Go heap's limit for the float32 copies small
+		// shards keep for rescoring, spread over the partitions.
+		sc.VectorCopyBytes = -1
+		if c := n.goMemLimit / 8 / int64(max(n.partitions, 1)); c > 0 {
+			sc.VectorCopyBytes = min(store.DefaultVectorCopyBytes, c)
+		}
 	}
 	return sc
 }

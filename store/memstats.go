@@ -18,7 +18,7 @@ func (x *vectorIndex) bytes() int64 {
 		}
 		n += int64(cap(sp.rowids)) * (4 + 8 + 16 + 4*8 + 2*8 + 40)
 	}
-	return n
+	return n + x.exactBytes
 }
 
 // MemoryBudget splits a worker's memory limit of limit bytes between the

@@ -374,7 +374,7 @@ func TestVectorSearchLimits(t *testing.T) {
 func TestParallelScanAgrees(t *testing.T) {
 	const dims, n = 16, parallelScanMin + 1000
 	r := rand.New(rand.NewPCG(21, 22))
-	x := newVectorIndex(dims)
+	x := newVectorIndex(dims, 0)
 	ops := make([]indexOp, n)
 	for i := range ops {
 		ops[i] = indexOp{add: true, ns: "n", rowid: int64(i + 1), entry: vecEntry{id: fmt.Sprint(i), sessionKey: fmt.Sprint(i % 3),
@@ -449,7 +449,7 @@ func TestShadowScanMatchesVec0Scan(t *testing.T) {
 func TestVecSpaceAddRemove(t *testing.T) {
 	const dims = 4
 	r := rand.New(rand.NewPCG(29, 30))
-	x := newVectorIndex(dims)
+	x := newVectorIndex(dims, 0)
 	want := map[int64][]float32{}
 	var ops []indexOp
 	for i := 1; i <= 3*blockVecs+100; i++ {

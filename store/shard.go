@@ -54,12 +54,18 @@ type Config struct {
 	// are the file's page cache: they count in a process's RSS while
 	// resident but the kernel reclaims them under pressure.
 	MmapBytes int64
+	// VectorCopyBytes bounds the float32 copies of the shard's vectors kept
+	// in memory for rescoring (store/vecexact.go): a shard whose copies would
+	// take more reads its candidates' vectors from SQLite instead. 0 is
+	// DefaultVectorCopyBytes, negative keeps none.
+	VectorCopyBytes int64
 }
 
 // Defaults of Config's memory settings.
 const (
-	DefaultCacheKiB  = 32000
-	DefaultMmapBytes = 256 << 20
+	DefaultCacheKiB        = 32000
+	DefaultMmapBytes       = 256 << 20
+	DefaultVectorCopyBytes = 16 << 20
 )
 
 // Validate reports whether the configuration is usable.
@@ -241,7 +247,7 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &Shard{path: path, dims: cfg.Dims, w: w, index: newVectorIndex(cfg.Dims), sizes: &nsSizes{}, df: newTermDF(), speakers: newSpeakerSet()}
+	s := &Shard{path: path, dims: cfg.Dims, w: w, index: newVectorIndex(cfg.Dims, cfg.VectorCopyBytes), sizes: &nsSizes{}, df: newTermDF(), speakers: newSpeakerSet()}
 	defer func() {
 		if err != nil {
 			s.closeDBs()
@@ -498,7 +504,7 @@ func openReadOnly(ctx context.Context, path string, cfg Config) (_ *Shard, err e
 	if cfg.NoSqliteVec {
 		params += "&" + noVecParam
 	}
-	s := &Shard{path: path, dims: cfg.Dims, readOnly: true, index: newVectorIndex(cfg.Dims), sizes: &nsSizes{}, df: newTermDF(), speakers: newSpeakerSet()}
+	s := &Shard{path: path, dims: cfg.Dims, readOnly: true, index: newVectorIndex(cfg.Dims, cfg.VectorCopyBytes), sizes: &nsSizes{}, df: newTermDF(), speakers: newSpeakerSet()}
 	defer func() {
 		if err != nil {
 			s.closeDBs()

@@ -49,6 +49,7 @@ func (s *Shard) loadIndex(ctx context.Context) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	reset := func() {
+		x.resetExact()
 		x.spaces = make(map[string]*vecSpace, len(counts))
 		for ns, n := range counts {
 			x.spaces[ns] = &vecSpace{
@@ -76,6 +77,7 @@ func (s *Shard) loadIndex(ctx context.Context) error {
 		m.seen = true
 		m.entry.vec = buf
 		x.spaces[m.ns].add(rowid, &m.entry, x.dims)
+		x.putExact(rowid, buf)
 		return nil
 	}
 	reset()

@@ -125,7 +125,7 @@ func (s *Shard) exactScores(ctx context.Context, q *quantQuery, cands []vecCand,
 			exact[c.rowid] = float32(math.NaN())
 		}
 	}
-	if len(rowids) == 0 {
+	if rowids = s.index.scoreExact(q, rowids, exact); len(rowids) == 0 {
 		return nil
 	}
 	unit := make([]float32, len(q.unit))

@@ -196,7 +196,11 @@ func TestQuantizedSearchMatchesExact(t *testing.T) {
 	for _, mode := range []struct {
 		name string
 		cfg  Config
-	}{{VectorModeSqliteVec, Config{Dims: dims}}, {VectorModeGoScan, Config{Dims: dims, NoSqliteVec: true}}} {
+	}{
+		{VectorModeSqliteVec, Config{Dims: dims, VectorCopyBytes: -1}}, // every candidate read from SQLite
+		{VectorModeGoScan, Config{Dims: dims, NoSqliteVec: true, VectorCopyBytes: -1}},
+		{VectorModeSqliteVec + "+copies", Config{Dims: dims}},
+	} {
 		for ki, kind := range vecKinds {
 			t.Run(mode.name+"/"+kind, func(t *testing.T) {
 				ctx := context.Background()
@@ -332,6 +336,16 @@ func TestQuantizedIndexInStep(t *testing.T) {
 			scale := quantizeInto(codes, stored[rowid])
 			if !slices.Equal(sp.vec(i, dims), codes) || sp.scales[i] != scale {
 				t.Fatalf("%s: rowid %d: codes %v scale %v, SQLite's vector gives %v %v", when, rowid, sp.vec(i, dims), sp.scales[i], codes, scale)
+			}
+		}
+		if s.index.exactOff || len(s.index.exact) != len(rows) {
+			t.Fatalf("%s: %d float32 copies (off %t), want one a vector: %d", when, len(s.index.exact), s.index.exactOff, len(rows))
+		}
+		for rowid, v := range stored {
+			u := make([]float32, dims)
+			normalizeInto(u, v)
+			if !slices.Equal(s.index.exact[rowid], u) {
+				t.Fatalf("%s: rowid %d: float32 copy %v, SQLite's unit vector %v", when, rowid, s.index.exact[rowid], u)
 			}
 		}
 		s.index.mu.RUnlock()
@@ -568,5 +582,59 @@ func TestInt8PoolBeatsBinary(t *testing.T) {
 		if ri < 0.99 || rb >= ri {
 			t.Errorf("%s: int8 pool recall %.3f, binary %.3f: want int8 >= 0.99 and above binary", kind, ri, rb)
 		}
+	}
+}
+
+// TestExactCopiesBounded: a shard whose float32 copies would pass
+// Config.VectorCopyBytes drops them all, counts none in its index bytes, and answers
+// from SQLite reads with the exact scan's results; reopened under the bound
+// it keeps them again.
+func TestExactCopiesBounded(t *testing.T) {
+	const dims = 32
+	ctx := context.Background()
+	path := t.TempDir() + "/shard.db"
+	s, err := Open(ctx, path, Config{Dims: dims, VectorCopyBytes: 100 * exactEntryBytes(dims)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newVecGen("random", 5, dims)
+	byNS := map[string][]vecRow{"n": fillVectors(t, s, g, "n", 90)}
+	s.index.mu.RLock()
+	held, off := len(s.index.exact), s.index.exactOff
+	s.index.mu.RUnlock()
+	if held != 90 || off {
+		t.Fatalf("90 vectors under a bound of 100: %d copies (off %t), want 90", held, off)
+	}
+	byNS["m"] = fillVectors(t, s, g, "m", 30)
+	s.index.mu.RLock()
+	held, off, bytes := len(s.index.exact), s.index.exactOff, s.index.exactBytes
+	s.index.mu.RUnlock()
+	if held != 0 || !off || bytes != 0 {
+		t.Fatalf("120 vectors over a bound of 100: %d copies, off %t, %d bytes; want none, off, 0", held, off, bytes)
+	}
+	for ns, in := range byNS {
+		for range 5 {
+			q := g.query()
+			got, err := s.VectorSearch(ctx, ns, q, Filter{}, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := exactSearch(in, q, nil, 10); !slices.Equal(got, want) {
+				t.Fatalf("%s: VectorSearch()=%v\nwant %v", ns, got, want)
+			}
+		}
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(ctx, path, Config{Dims: dims, VectorCopyBytes: 200 * exactEntryBytes(dims)}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	s.index.mu.RLock()
+	held, off = len(s.index.exact), s.index.exactOff
+	s.index.mu.RUnlock()
+	if held != 120 || off {
+		t.Fatalf("reopened under a bound of 200: %d copies (off %t), want 120", held, off)
 	}
 }

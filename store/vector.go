@@ -30,6 +30,14 @@ type vectorIndex struct {
 
 	stmtMu sync.Mutex
 	point  *sql.Stmt // sqlVecPoint on the shard's readers, once prepared
+
+	// exact holds the unit float32 vectors of a small shard by rowid
+	// (vecexact.go); exactBytes is their cost; exactOff is set once the
+	// shard outgrew exactMax.
+	exact      map[int64][]float32
+	exactBytes int64
+	exactMax   int64
+	exactOff   bool
 }
 
 // blockVecs is the number of vectors per block of a vecSpace.
@@ -79,8 +87,16 @@ type indexOp struct {
 	entry vecEntry
 }
 
-func newVectorIndex(dims int) *vectorIndex {
-	return &vectorIndex{dims: dims, spaces: map[string]*vecSpace{}}
+// newVectorIndex returns an empty index of dims-dimensional vectors whose
+// float32 copies may take copyBytes (Config.VectorCopyBytes).
+func newVectorIndex(dims int, copyBytes int64) *vectorIndex {
+	switch {
+	case copyBytes == 0:
+		copyBytes = DefaultVectorCopyBytes
+	case copyBytes < 0:
+		copyBytes = 0
+	}
+	return &vectorIndex{dims: dims, spaces: map[string]*vecSpace{}, exactMax: copyBytes}
 }
 
 // apply makes the changes of one committed transaction, in order.
@@ -100,6 +116,7 @@ func (x *vectorIndex) apply(ops []indexOp) {
 					delete(x.spaces, op.ns)
 				}
 			}
+			x.delExact(op.rowid)
 			continue
 		}
 		if sp == nil {
@@ -107,6 +124,7 @@ func (x *vectorIndex) apply(ops []indexOp) {
 			x.spaces[op.ns] = sp
 		}
 		sp.add(op.rowid, &op.entry, x.dims)
+		x.putExact(op.rowid, op.entry.vec)
 	}
 }
 
