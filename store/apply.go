@@ -300,6 +300,8 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 			}
 		}
 	}
+	s.visible.Lock() // until the indexes hold the batch (Stats counts what searches find)
+	defer s.visible.Unlock()
 	if err := tx.Commit(); err != nil {
 		return ApplyStats{}, fmt.Errorf("commit: %w", err)
 	}

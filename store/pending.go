@@ -82,6 +82,8 @@ func (s *Shard) setVectors(ctx context.Context, vs []ChunkVector) (int, error) {
 			return 0, err
 		}
 	}
+	s.visible.Lock() // until the vector index holds the batch
+	defer s.visible.Unlock()
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("commit: %w", err)
 	}

@@ -239,11 +239,19 @@ func (s *Shard) Stats(ctx context.Context) (Stats, error) {
 	defer tx.Rollback()
 	var st Stats
 	var seq, oldest int64
+	// The transaction's snapshot is taken at its first read: take it while
+	// no commit is waiting for the in-memory indexes (Shard.visible), so
+	// the counts are of rows searches find.
+	s.visible.RLock()
+	err = tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'applied_seq'`).Scan(&seq)
+	s.visible.RUnlock()
+	if err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", err)
+	}
 	for _, q := range []struct {
 		sql string
 		dst any
 	}{
-		{`SELECT value FROM meta WHERE key = 'applied_seq'`, &seq},
 		{`SELECT count(*) FROM messages`, &st.Messages},
 		{`SELECT count(*) FROM chunks`, &st.Chunks},
 		{`SELECT count(*) FROM (SELECT DISTINCT namespace, session_key, session_id FROM messages)`, &st.Sessions},

@@ -168,9 +168,13 @@ func registerDriver() {
 // index and vectors of any number of namespaces. It has one writer connection
 // and a pool of readers; all methods are safe for concurrent use.
 type Shard struct {
-	path  string
-	dims  int
-	w     *sql.DB // MaxOpenConns 1: the only writer
+	path string
+	dims int
+	// visible is held for writing from a commit until the in-memory indexes
+	// hold what it wrote, and for reading while Stats takes its snapshot,
+	// so a count Stats reports is of rows a search already finds.
+	visible sync.RWMutex
+	w       *sql.DB // MaxOpenConns 1: the only writer
 	r     *sql.DB // readers, query_only
 	ws    *writeStmts
 	index *vectorIndex

@@ -1,0 +1,61 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestStatsCountsWhatSearchesFind: Stats never counts a batch the keyword
+// index does not hold yet. A Stats taken, with a keyword search after it,
+// while a batch is committed but not yet posted to the in-memory indexes
+// (the apply hook's "commit" stage) must either not count the batch or find
+// it. Without Shard.visible the Stats sees the commit and the search, run
+// before the hook returns, misses it.
+func TestStatsCountsWhatSearchesFind(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, 8)
+	for round := range 3 {
+		ns := fmt.Sprintf("ns%d", round)
+		msgs, sc := session(ns, "k", "s", 4, nil, 8)
+		type seen struct {
+			st   Stats
+			hits int
+			err  error
+		}
+		got := make(chan seen, 1)
+		s.applyHook = func(stage string) error {
+			if stage != "commit" {
+				return nil
+			}
+			go func() {
+				st, err := s.Stats(ctx)
+				var cs []Candidate
+				if err == nil {
+					cs, err = s.KeywordSearch(ctx, ns, "topic1", Filter{}, 10)
+				}
+				got <- seen{st, len(cs), err}
+			}()
+			select { // bounded: the Stats above waits for this hook's batch to be indexed
+			case v := <-got:
+				got <- v
+			case <-time.After(100 * time.Millisecond):
+			}
+			return nil
+		}
+		before, err := s.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustApply(t, s, Batch{Seq: uint64(round + 1), Messages: msgs, Rechunk: []SessionChunks{sc}})
+		s.applyHook = nil
+		v := <-got
+		if v.err != nil {
+			t.Fatal(v.err)
+		}
+		if counted := v.st.Messages > before.Messages; counted && v.hits == 0 {
+			t.Fatalf("round %d: Stats counted the batch (%d messages, %d before) but a keyword search after it found none of it", round, v.st.Messages, before.Messages)
+		}
+	}
+}
