@@ -54,8 +54,10 @@ func LineMsg(line []byte, namespace string, raw bool) (*nats.Msg, error) {
 	if !memindex.ValidNamespace(ns) && !raw {
 		return nil, fmt.Errorf("namespace %q is not 1-64 characters of [A-Za-z0-9_-]", ns)
 	}
-	data := append([]byte(nil), line...)
-	if !raw {
+	var data []byte
+	if raw {
+		data = append(data, line...) // the scanner reuses line's bytes
+	} else {
 		if _, ok := obj["type"]; !ok {
 			obj["type"] = json.RawMessage(`"message"`)
 		}

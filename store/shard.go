@@ -175,9 +175,9 @@ type Shard struct {
 	// so a count Stats reports is of rows a search already finds.
 	visible sync.RWMutex
 	w       *sql.DB // MaxOpenConns 1: the only writer
-	r     *sql.DB // readers, query_only
-	ws    *writeStmts
-	index *vectorIndex
+	r       *sql.DB // readers, query_only
+	ws      *writeStmts
+	index   *vectorIndex
 	// kw is the keyword index (kwindex.go); nil when it failed to follow a
 	// commit, and then FTS5 ranks every keyword search.
 	kw atomic.Pointer[kwIndex]

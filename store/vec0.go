@@ -49,7 +49,7 @@ func (s *Shard) loadIndex(ctx context.Context) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	reset := func() {
-		x.resetExact()
+		x.resetExact(len(metas))
 		x.spaces = make(map[string]*vecSpace, len(counts))
 		for ns, n := range counts {
 			x.spaces[ns] = &vecSpace{

@@ -45,9 +45,13 @@ func (x *vectorIndex) delExact(rowid int64) {
 	}
 }
 
-// resetExact empties the copies and allows them again (a new load).
-// x.mu is held for writing.
-func (x *vectorIndex) resetExact() { x.exact, x.exactBytes, x.exactOff = nil, 0, false }
+// resetExact empties the copies before a load of n vectors: allowed again
+// when n of them fit, off at once when they cannot (a big shard does not
+// build copies at Open only to drop them). x.mu is held for writing.
+func (x *vectorIndex) resetExact(n int) {
+	x.exact, x.exactBytes = nil, 0
+	x.exactOff = int64(n)*exactEntryBytes(x.dims) > x.exactMax
+}
 
 // scoreExact records in exact the cosine with q of each rowid the shard
 // holds a copy of, and returns the others.

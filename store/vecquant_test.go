@@ -630,11 +630,24 @@ func TestExactCopiesBounded(t *testing.T) {
 	if s, err = Open(ctx, path, Config{Dims: dims, VectorCopyBytes: 200 * exactEntryBytes(dims)}); err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close(ctx)
 	s.index.mu.RLock()
 	held, off = len(s.index.exact), s.index.exactOff
 	s.index.mu.RUnlock()
 	if held != 120 || off {
 		t.Fatalf("reopened under a bound of 200: %d copies (off %t), want 120", held, off)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Reopened over the bound: off from the start, no copies built at Open.
+	if s, err = Open(ctx, path, Config{Dims: dims, VectorCopyBytes: 100 * exactEntryBytes(dims)}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	s.index.mu.RLock()
+	held, off, bytes = len(s.index.exact), s.index.exactOff, s.index.exactBytes
+	s.index.mu.RUnlock()
+	if held != 0 || !off || bytes != 0 {
+		t.Fatalf("reopened over a bound of 100: %d copies, off %t, %d bytes; want none, off, 0", held, off, bytes)
 	}
 }
