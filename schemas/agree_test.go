@@ -219,6 +219,8 @@ var knownDifferences = []knownDifference{
 		"Go's time.Parse takes a comma before fractional seconds; RFC 3339 does not"},
 	{"event", "offset minute 60", `{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"hi","timestamp":"2026-11-30T09:12:00+05:60"}`, true,
 		"Go's time.Parse does not range-check the offset's minutes"},
+	{"event", "a field name in another case", `{"TYPE":"file.deleted","Path":"a.md"}`, true,
+		"encoding/json matches field names case-insensitively; the names on the wire are the schema's"},
 	{"search-request", "a field set to null", `{"query":"q","mode":null}`, true,
 		"encoding/json reads null as absent"},
 	{"read-request", "type of another request", `{"type":"search","sessionKey":"k","sessionId":"s"}`, true,
