@@ -33,6 +33,7 @@ Usage:
   memindex doctor  [--data DIR] [flags]    check NATS, streams, consumers, shards and the provider; say what to fix (exit 1 on a failure)
   memindex config show [--config FILE] [serve flags] [--json]
                                            the effective serve configuration, where each value comes from, secrets redacted
+  memindex schema  [--bundle] [NAME]       list the JSON Schemas of the wire messages, or print one
   memindex version
 
 Run 'memindex COMMAND -h' for a command's flags. Connection settings take the
@@ -80,6 +81,8 @@ func main() {
 		err = runConfig(args, os.Stdout)
 	case "doctor":
 		err = runDoctor(ctx, args, os.Stdout)
+	case "schema":
+		err = runSchema(args, os.Stdout)
 	case "version", "--version", "-v":
 		fmt.Println("memindex", version)
 	case "help", "-h", "--help":
