@@ -72,13 +72,13 @@ func readText(req memindex.ReadRequest, r memindex.ReadResponse) string {
 	var b strings.Builder
 	next := req.From
 	if req.Path != "" {
-		fmt.Fprintf(&b, "%s, %d lines from line %d:\n", req.Path, len(r.Lines), req.From)
+		fmt.Fprintf(&b, "%s, %d %s from line %d:\n", req.Path, len(r.Lines), plural(len(r.Lines), "line", "lines"), req.From)
 		for i, l := range r.Lines {
 			fmt.Fprintf(&b, "%5d  %s\n", req.From+int64(i), l)
 		}
 		next += int64(len(r.Lines))
 	} else {
-		fmt.Fprintf(&b, "sessionKey %s sessionId %s, %d messages from seq %d:\n", req.SessionKey, req.SessionID, len(r.Messages), req.From)
+		fmt.Fprintf(&b, "sessionKey %s sessionId %s, %d %s from seq %d:\n", req.SessionKey, req.SessionID, len(r.Messages), plural(len(r.Messages), "message", "messages"), req.From)
 		for _, m := range r.Messages {
 			fmt.Fprintf(&b, "#%d", m.Seq)
 			if m.Timestamp != "" {
@@ -87,6 +87,9 @@ func readText(req memindex.ReadRequest, r memindex.ReadResponse) string {
 			fmt.Fprintf(&b, " %s\n", who(m.Speaker, m.Role, m.Text))
 			next = m.Seq + 1
 		}
+	}
+	if len(r.Lines) == 0 && len(r.Messages) == 0 {
+		b.WriteString("Nothing there: no such session, or nothing from that seq or line on.\n")
 	}
 	if r.More {
 		fmt.Fprintf(&b, "More follow: call memory_get again with from = %d.\n", next)

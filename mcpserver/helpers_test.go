@@ -147,8 +147,8 @@ func textOf(res *mcp.CallToolResult) string {
 	return strings.Join(parts, "\n")
 }
 
-// publishChat publishes a two-session conversation into ns and waits until
-// the worker applied it.
+// publishChat publishes a two-session conversation and a memory file into
+// ns and waits until the worker applied them.
 func publishChat(t *testing.T, nc *nats.Conn, ns string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -174,7 +174,12 @@ func publishChat(t *testing.T, nc *nats.Conn, ns string) {
 		}
 		last = ack.Seq
 	}
-	syncTo(t, nc, last)
+	ack, err := c.Publish(ctx, memindex.Event{Type: memindex.TypeFileUpserted, Namespace: ns, Path: "notes/lisbon.md",
+		Content: "# Lisbon\n\nThe flat is in Alfama, near the harbour.\nKeys are with the neighbour, Rui.\n"})
+	if err != nil {
+		t.Fatalf("publish file: %v", err)
+	}
+	syncTo(t, nc, max(last, ack.Seq))
 }
 
 // syncTo waits until the workers applied the stream up to seq.

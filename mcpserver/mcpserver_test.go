@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -81,6 +82,7 @@ func TestSearchReturnsTheNATSSearchHits(t *testing.T) {
 		req  memindex.SearchRequest
 	}{
 		{"plain", map[string]any{"query": "harbour"}, memindex.SearchRequest{Query: "harbour"}},
+		{"files", map[string]any{"query": "harbour neighbour", "sources": []string{"files"}}, memindex.SearchRequest{Query: "harbour neighbour", Sources: []string{"files"}}},
 		{"budget", map[string]any{"query": "Lisbon harbour cello", "budget": 2}, memindex.SearchRequest{Query: "Lisbon harbour cello", Budget: 2}},
 		{"session", map[string]any{"query": "cello orchestra", "sessionKey": "chat", "sessionId": "s2", "mode": "keyword"},
 			memindex.SearchRequest{Query: "cello orchestra", SessionKey: "chat", SessionID: "s2", Mode: "keyword"}},
@@ -103,8 +105,17 @@ func TestSearchReturnsTheNATSSearchHits(t *testing.T) {
 				t.Fatalf("memory_search hits:\n%+v\nwant the NATS search's:\n%+v", got.Hits, want.Hits)
 			}
 			for _, h := range want.Hits {
-				if !strings.Contains(text, h.Text) || !strings.Contains(text, "sessionId "+h.SessionID) {
-					t.Errorf("text %q does not show hit %q of session %s", text, h.Text, h.SessionID)
+				where := "sessionId " + h.SessionID
+				if h.Source == memindex.SourceFiles {
+					where = fmt.Sprintf("file %s lines %d-%d", h.Path, h.LineStart, h.LineEnd)
+				}
+				if !strings.Contains(text, where) {
+					t.Errorf("text %q does not say where hit %q is (%s)", text, h.Text, where)
+				}
+				for line := range strings.Lines(h.Text) {
+					if !strings.Contains(text, strings.TrimSpace(line)) {
+						t.Errorf("text %q does not show line %q of hit %s", text, line, h.ID)
+					}
 				}
 			}
 		})
@@ -160,6 +171,11 @@ func TestAddSearchForget(t *testing.T) {
 	callOK(t, cs, "memory_get", map[string]any{"sessionKey": "chat", "sessionId": "s1", "from": 2, "count": 2}, &read)
 	if len(read.Messages) != 2 || read.Messages[0].Seq != 2 || !strings.Contains(read.Messages[1].Text, "umbrella") || !read.More {
 		t.Fatalf("memory_get s1 from 2 = %+v, want seqs 2-3 and more", read)
+	}
+
+	text = callOK(t, cs, "memory_get", map[string]any{"path": "notes/lisbon.md", "from": 3, "count": 2}, &read)
+	if len(read.Lines) != 2 || !strings.Contains(read.Lines[1], "Rui") || !strings.Contains(text, "    4  Keys are with the neighbour") {
+		t.Fatalf("memory_get of notes/lisbon.md lines 3-4 = %+v (%q)", read, text)
 	}
 
 	var forgot mcpserver.ForgetOutput

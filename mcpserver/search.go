@@ -78,7 +78,7 @@ func (s *Server) search(ctx context.Context, in SearchInput) (string, memindex.S
 // in rank order, with where it comes from and what to call next.
 func searchText(r memindex.SearchResponse) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d hits in namespace %s", len(r.Hits), r.Namespace)
+	fmt.Fprintf(&b, "%d %s in namespace %s", len(r.Hits), plural(len(r.Hits), "hit", "hits"), r.Namespace)
 	if r.Used.Stopped != "" {
 		fmt.Fprintf(&b, " (more left out by %s)", r.Used.Stopped)
 	}
@@ -119,8 +119,11 @@ func hitWhere(h memindex.Hit) string {
 		w = fmt.Sprintf("file %s lines %d-%d", h.Path, h.LineStart, h.LineEnd)
 	case h.Source == memindex.SourceRecords:
 		w = "record " + h.RecordID
-		if h.SessionKey != "" {
+		switch {
+		case h.SessionID != "":
 			w += fmt.Sprintf(" (scope sessionKey %s sessionId %s)", h.SessionKey, h.SessionID)
+		case h.SessionKey != "":
+			w += fmt.Sprintf(" (scope sessionKey %s)", h.SessionKey)
 		}
 	default:
 		w = fmt.Sprintf("message sessionKey %s sessionId %s seq %d", h.SessionKey, h.SessionID, h.Seq)
@@ -140,4 +143,12 @@ func who(speaker, role, text string) string {
 		return role + ": " + text
 	}
 	return text
+}
+
+// plural is one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
