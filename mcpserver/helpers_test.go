@@ -23,7 +23,7 @@ import (
 // JetStream on a free port, SQLite shards in a temporary directory, the
 // built-in embedder) with 2 partitions, until the test ends. tune, when
 // not nil, changes its configuration first.
-func startWorker(t *testing.T, tune func(*node.Config)) *node.Node {
+func startWorker(t testing.TB, tune func(*node.Config)) *node.Node {
 	t.Helper()
 	c := node.DefaultConfig()
 	c.Listen, c.Data, c.PartitionCount, c.Worker = "127.0.0.1:-1", t.TempDir(), 2, "test"
@@ -46,7 +46,7 @@ func startWorker(t *testing.T, tune func(*node.Config)) *node.Node {
 }
 
 // connect connects to url, closed when the test ends.
-func connect(t *testing.T, url string) *nats.Conn {
+func connect(t testing.TB, url string) *nats.Conn {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
@@ -58,7 +58,7 @@ func connect(t *testing.T, url string) *nats.Conn {
 
 // newServer is an MCP server on nc with cfg (a short status wait, so that
 // memory_add's wait polls often).
-func newServer(t *testing.T, nc *nats.Conn, cfg mcpserver.Config) *mcpserver.Server {
+func newServer(t testing.TB, nc *nats.Conn, cfg mcpserver.Config) *mcpserver.Server {
 	t.Helper()
 	if cfg.StatusWait == 0 {
 		cfg.StatusWait = 100 * time.Millisecond
@@ -73,7 +73,7 @@ func newServer(t *testing.T, nc *nats.Conn, cfg mcpserver.Config) *mcpserver.Ser
 
 // httpSession serves s over streamable HTTP on a real loopback listener
 // (httptest) and returns the SDK client's session with it.
-func httpSession(t *testing.T, s *mcpserver.Server, hc mcpserver.HTTPConfig) *mcp.ClientSession {
+func httpSession(t testing.TB, s *mcpserver.Server, hc mcpserver.HTTPConfig) *mcp.ClientSession {
 	t.Helper()
 	ts := httptest.NewServer(s.Handler(hc))
 	t.Cleanup(ts.Close)
@@ -81,7 +81,7 @@ func httpSession(t *testing.T, s *mcpserver.Server, hc mcpserver.HTTPConfig) *mc
 }
 
 // clientSession connects the SDK's client over tr, closed when the test ends.
-func clientSession(t *testing.T, tr mcp.Transport) *mcp.ClientSession {
+func clientSession(t testing.TB, tr mcp.Transport) *mcp.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -95,7 +95,7 @@ func clientSession(t *testing.T, tr mcp.Transport) *mcp.ClientSession {
 
 // call calls tool name with args and returns its result (a tool error
 // too); a protocol error fails the test.
-func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
+func call(t testing.TB, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -108,7 +108,7 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any)
 
 // callOK calls tool name and decodes its structured content into out,
 // failing the test on a tool error.
-func callOK(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, out any) string {
+func callOK(t testing.TB, cs *mcp.ClientSession, name string, args map[string]any, out any) string {
 	t.Helper()
 	res := call(t, cs, name, args)
 	text := textOf(res)
@@ -127,7 +127,7 @@ func callOK(t *testing.T, cs *mcp.ClientSession, name string, args map[string]an
 
 // callErr calls tool name and returns the text of its tool error, failing
 // the test when it succeeds.
-func callErr(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) string {
+func callErr(t testing.TB, cs *mcp.ClientSession, name string, args map[string]any) string {
 	t.Helper()
 	res := call(t, cs, name, args)
 	if !res.IsError {
@@ -149,7 +149,7 @@ func textOf(res *mcp.CallToolResult) string {
 
 // publishChat publishes a two-session conversation and a memory file into
 // ns and waits until the worker applied them.
-func publishChat(t *testing.T, nc *nats.Conn, ns string) {
+func publishChat(t testing.TB, nc *nats.Conn, ns string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -183,7 +183,7 @@ func publishChat(t *testing.T, nc *nats.Conn, ns string) {
 }
 
 // syncTo waits until the workers applied the stream up to seq.
-func syncTo(t *testing.T, nc *nats.Conn, seq uint64) {
+func syncTo(t testing.TB, nc *nats.Conn, seq uint64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -198,7 +198,7 @@ func syncTo(t *testing.T, nc *nats.Conn, seq uint64) {
 }
 
 // bareNATS is a nats-server with JetStream and no worker.
-func bareNATS(t *testing.T) string {
+func bareNATS(t testing.TB) string {
 	t.Helper()
 	return natstest.Server(t).ClientURL()
 }

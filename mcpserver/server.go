@@ -24,6 +24,12 @@ const (
 	DefaultStatusWait = 500 * time.Millisecond
 	// DefaultSessionTimeout closes a streamable HTTP session idle this long.
 	DefaultSessionTimeout = 30 * time.Minute
+	// applyPollWait is how long each poll of the apply wait gathers the
+	// workers' statuses (Config.StatusWait when shorter): a poll that
+	// misses a slow worker is only asked again, and a shorter poll makes
+	// memory_add return sooner (about 0.2 s, against 1.1 s polling with
+	// the 500 ms status wait).
+	applyPollWait = 100 * time.Millisecond
 )
 
 // AllNamespaces in Config.AllowNamespaces lets a call name any namespace.
@@ -42,8 +48,8 @@ type Config struct {
 	// workers have applied the event they published, so that the next
 	// memory_search sees it (0: DefaultApplyWait; negative: do not wait).
 	ApplyWait time.Duration
-	// StatusWait is how long memory_status, and each poll of that wait,
-	// gather the workers' answers (0: DefaultStatusWait).
+	// StatusWait is how long memory_status gathers the workers' answers
+	// (0: DefaultStatusWait).
 	StatusWait time.Duration
 	// Timeout bounds one search, read or publish (0:
 	// client.DefaultRequestTimeout).
@@ -134,7 +140,7 @@ func New(nc *nats.Conn, cfg Config) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	m, err := client.Open(context.Background(), client.Config{Backend: client.BackendRemote,
-		Remote: client.RemoteConfig{Conn: nc, StatusWait: cfg.StatusWait}})
+		Remote: client.RemoteConfig{Conn: nc, StatusWait: min(cfg.StatusWait, applyPollWait), SyncPoll: 10 * time.Millisecond}})
 	if err != nil {
 		return nil, fmt.Errorf("mcp server: %w", err)
 	}

@@ -28,7 +28,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout io.Write
 	httpAddr := fs.String("http", env("MEMINDEX_MCP_HTTP", ""), "serve MCP over streamable HTTP on this address (e.g. 127.0.0.1:8765) instead of stdio; a bearer token is required when MEMINDEX_MCP_TOKEN (or MEMINDEX_MCP_TOKEN_FILE) is set (MEMINDEX_MCP_HTTP)")
 	httpPath := fs.String("http-path", env("MEMINDEX_MCP_HTTP_PATH", mcpserver.DefaultHTTPPath), "URL path of the MCP endpoint with --http (MEMINDEX_MCP_HTTP_PATH)")
 	fs.DurationVar(&cfg.ApplyWait, "apply-wait", envDuration("MEMINDEX_MCP_APPLY_WAIT", mcpserver.DefaultApplyWait), "how long memory_add and memory_forget wait for the workers to apply what they publish, so the next memory_search sees it; negative: do not wait (MEMINDEX_MCP_APPLY_WAIT)")
-	fs.DurationVar(&cfg.StatusWait, "status-wait", envDuration("MEMINDEX_MCP_STATUS_WAIT", mcpserver.DefaultStatusWait), "how long memory_status, and each poll of --apply-wait, gather the workers' answers (MEMINDEX_MCP_STATUS_WAIT)")
+	fs.DurationVar(&cfg.StatusWait, "status-wait", envDuration("MEMINDEX_MCP_STATUS_WAIT", mcpserver.DefaultStatusWait), "how long memory_status gathers the workers' answers (MEMINDEX_MCP_STATUS_WAIT)")
 	logLevel := fs.String("log-level", env("MEMINDEX_LOG_LEVEL", "info"), "debug, info, warn or error; the log goes to stderr (MEMINDEX_LOG_LEVEL)")
 	logFormat := fs.String("log-format", env("MEMINDEX_LOG_FORMAT", "text"), "text or json (MEMINDEX_LOG_FORMAT)")
 	if _, err := parseArgs(fs, args); err != nil {
