@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 
+	"memindex/internal/cliconfig"
 	"memindex/internal/secret"
 	"memindex/mcpserver"
 )
@@ -25,13 +27,13 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout io.Write
 	var cfg mcpserver.Config
 	fs.StringVar(&cfg.Namespace, "namespace", env("MEMINDEX_NAMESPACE", ""), "namespace of every tool call that names none (MEMINDEX_NAMESPACE)")
 	allow := fs.String("allow-namespaces", env("MEMINDEX_ALLOW_NAMESPACES", ""), "namespaces a tool call may name in its namespace argument besides --namespace: a comma-separated list, or * for any (MEMINDEX_ALLOW_NAMESPACES; default none)")
-	httpAddr := fs.String("http", env("MEMINDEX_MCP_HTTP", ""), "serve MCP over streamable HTTP on this address (e.g. 127.0.0.1:8765) instead of stdio; a bearer token is required when MEMINDEX_MCP_TOKEN (or MEMINDEX_MCP_TOKEN_FILE) is set (MEMINDEX_MCP_HTTP)")
+	httpAddr := fs.String("http", env("MEMINDEX_MCP_HTTP", ""), "serve MCP over streamable HTTP on this address, e.g. 127.0.0.1:8765, instead of stdio; when the environment sets MEMINDEX_MCP_TOKEN or MEMINDEX_MCP_TOKEN_FILE, every request needs that bearer token (MEMINDEX_MCP_HTTP)")
 	httpPath := fs.String("http-path", env("MEMINDEX_MCP_HTTP_PATH", mcpserver.DefaultHTTPPath), "URL path of the MCP endpoint with --http (MEMINDEX_MCP_HTTP_PATH)")
 	fs.DurationVar(&cfg.ApplyWait, "apply-wait", envDuration("MEMINDEX_MCP_APPLY_WAIT", mcpserver.DefaultApplyWait), "how long memory_add and memory_forget wait for the workers to apply what they publish, so the next memory_search sees it; negative: do not wait (MEMINDEX_MCP_APPLY_WAIT)")
 	fs.DurationVar(&cfg.StatusWait, "status-wait", envDuration("MEMINDEX_MCP_STATUS_WAIT", mcpserver.DefaultStatusWait), "how long memory_status gathers the workers' answers (MEMINDEX_MCP_STATUS_WAIT)")
 	logLevel := fs.String("log-level", env("MEMINDEX_LOG_LEVEL", "info"), "debug, info, warn or error; the log goes to stderr (MEMINDEX_LOG_LEVEL)")
 	logFormat := fs.String("log-format", env("MEMINDEX_LOG_FORMAT", "text"), "text or json (MEMINDEX_LOG_FORMAT)")
-	if _, err := parseArgs(fs, args); err != nil {
+	if err := parseMCPArgs(fs, args); err != nil {
 		return err
 	}
 	var err error
@@ -72,6 +74,37 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout io.Write
 	return srv.ListenAndServe(ctx, mcpserver.HTTPConfig{Addr: *httpAddr, Path: *httpPath, Token: token, Log: log}, func(addr string) {
 		log.Info("serving MCP over streamable HTTP", "url", "http://"+addr+*httpPath, "namespace", cfg.Namespace, "allow_namespaces", *allow, "token", token != "")
 	})
+}
+
+// parseMCPArgs is parseArgs for mcp (configSkip leaves the --config file
+// to it), but a file's "http" key is not applied to --http: in a file that
+// serve shares, that key is serve's (the address of /metrics), and taking
+// it would turn an MCP client's stdio server into an HTTP one. The file
+// sets mcp's --http only as MEMINDEX_MCP_HTTP.
+func parseMCPArgs(fs *flag.FlagSet, args []string) error {
+	addConfigFlag(fs)
+	if _, err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	onCmdLine := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { onCmdLine[f.Name] = true })
+	set, err := cliconfig.Apply(fs, serveKnows())
+	if err != nil {
+		return err
+	}
+	if onCmdLine["http"] || set["http"].Source != cliconfig.SourceFile {
+		return nil
+	}
+	entries, err := cliconfig.ReadFile(fs.Lookup("config").Value.String())
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Key == "http" {
+			return fs.Set("http", "")
+		}
+	}
+	return nil
 }
 
 // connectOrRetry connects as conn says; when no server is reachable yet it

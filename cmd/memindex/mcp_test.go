@@ -142,3 +142,27 @@ func TestMCPStartsWithoutNATS(t *testing.T) {
 		t.Fatalf("memory_search without NATS = %q (tool error %v), want a tool error saying NATS is not connected", text, res.IsError)
 	}
 }
+
+// TestMCPIgnoresServesHTTPKey: a --config file shared with serve, whose
+// "http" key is serve's /metrics address, leaves `memindex mcp` on stdio;
+// MEMINDEX_MCP_HTTP in the file sets mcp's --http.
+func TestMCPIgnoresServesHTTPKey(t *testing.T) {
+	for _, tc := range []struct{ file, want string }{
+		{"http: 127.0.0.1:9090\nnamespace: demo\n", ""},
+		{"MEMINDEX_MCP_HTTP: 127.0.0.1:8765\n", "127.0.0.1:8765"},
+	} {
+		path := writeConfig(t, tc.file)
+		fs := newFlagSet("mcp", "")
+		addr := fs.String("http", "", "address (MEMINDEX_MCP_HTTP)")
+		ns := fs.String("namespace", "", "namespace (MEMINDEX_NAMESPACE)")
+		if err := parseMCPArgs(fs, []string{"--config", path}); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(tc.file, "namespace") && *ns != "demo" {
+			t.Errorf("config %q: --namespace %q, want the file's", tc.file, *ns)
+		}
+		if *addr != tc.want {
+			t.Errorf("config %q: --http %q, want %q", tc.file, *addr, tc.want)
+		}
+	}
+}
