@@ -21,7 +21,7 @@ type AddInput struct {
 	Namespace  string   `json:"namespace,omitempty" jsonschema:"the memory namespace to use; leave it out for the server's own (other namespaces only when the server allows them)"`
 	SessionKey string   `json:"sessionKey,omitempty" jsonschema:"keep the fact for this conversation channel only (its scope); leave it out for a fact that holds everywhere"`
 	SessionID  string   `json:"sessionId,omitempty" jsonschema:"narrow the scope to this session of the channel (with sessionKey)"`
-	Tags       []string `json:"tags,omitempty" jsonschema:"labels that help find the fact later, e.g. preferences or project-x"`
+	Tags       []string `json:"tags,omitempty" jsonschema:"labels that help find the fact later, e.g. preferences or project-x (at most 20, each at most 64 bytes)"`
 	ID         string   `json:"id,omitempty" jsonschema:"the recordId of a kept fact to replace with this text; leave it out to add one (the same text in the same scope is kept once)"`
 }
 
@@ -33,7 +33,7 @@ type AddOutput struct {
 	RecordID string `json:"recordId" jsonschema:"the id of the record holding the text: give it to memory_forget to remove the fact"`
 	Merged   bool   `json:"merged" jsonschema:"a record of the same scope said nearly the same, so it was updated with this text instead of keeping both"`
 	Seq      uint64 `json:"seq" jsonschema:"the event's sequence in the memindex stream"`
-	Applied  bool   `json:"applied" jsonschema:"the workers applied the event before the call returned: memory_search finds it now"`
+	Applied  bool   `json:"applied" jsonschema:"the workers applied the event and a search for its text shows the record: memory_search finds it now"`
 	Note     string `json:"note,omitempty" jsonschema:"what else to know, e.g. that the workers had not applied it yet"`
 }
 
@@ -72,6 +72,9 @@ func (s *Server) add(ctx context.Context, in AddInput) (string, AddOutput, error
 	if in.SessionID != "" && in.SessionKey == "" {
 		return "", AddOutput{}, &memindex.FieldError{Field: "sessionId", Reason: "needs sessionKey: a scope is a channel, or a session of a channel", Err: memindex.ErrInvalid}
 	}
+	if err := checkTags(in.Tags); err != nil {
+		return "", AddOutput{}, err
+	}
 	text := strings.TrimSpace(in.Text)
 	id := in.ID
 	if id == "" {
@@ -85,7 +88,14 @@ func (s *Server) add(ctx context.Context, in AddInput) (string, AddOutput, error
 	}
 	out := AddOutput{Namespace: ns, RecordID: id, Seq: seq, Applied: applied, Note: note}
 	if applied {
-		if stored := s.storedRecord(ctx, ev); stored != "" && stored != id {
+		switch stored := s.storedRecord(ctx, ev); {
+		case stored == "":
+			// The workers moved past the event, yet it is not there: a
+			// worker with tighter limits dead-lettered it, or it is
+			// ranked below 20 records of the same words.
+			out.Applied = false
+			out.Note = fmt.Sprintf("The workers moved past it (stream seq %d), but a search for its text does not show it: a worker may have refused it (`memindex dlq list` says why).", seq)
+		case stored != id:
 			out.RecordID, out.Merged = stored, true
 		}
 	}
@@ -96,12 +106,36 @@ func (s *Server) add(ctx context.Context, in AddInput) (string, AddOutput, error
 	default:
 		fmt.Fprintf(&b, "Kept in namespace %s as record %s.", ns, out.RecordID)
 	}
-	if applied {
+	if out.Applied {
 		b.WriteString(" memory_search finds it now.")
 	} else {
-		b.WriteString(" " + note)
+		b.WriteString(" " + out.Note)
 	}
 	return b.String(), out, nil
+}
+
+// Tag limits of memory_add: tags are indexed with the record's text.
+const (
+	maxTags     = 20
+	maxTagBytes = 64
+)
+
+// checkTags refuses tags a record should not carry, naming the first.
+func checkTags(tags []string) error {
+	if len(tags) > maxTags {
+		return &memindex.FieldError{Field: "tags", Reason: fmt.Sprintf("has %d tags, at most %d", len(tags), maxTags), Err: memindex.ErrInvalid}
+	}
+	for _, tag := range tags {
+		switch {
+		case strings.TrimSpace(tag) == "":
+			return &memindex.FieldError{Field: "tags", Reason: "holds a blank tag", Err: memindex.ErrInvalid}
+		case len(tag) > maxTagBytes:
+			return &memindex.FieldError{Field: "tags", Reason: fmt.Sprintf("tag %.20q… is %d bytes, at most %d", tag, len(tag), maxTagBytes), Err: memindex.ErrInvalid}
+		case strings.ContainsFunc(tag, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+			return &memindex.FieldError{Field: "tags", Reason: fmt.Sprintf("tag %q contains a control character", tag), Err: memindex.ErrInvalid}
+		}
+	}
+	return nil
 }
 
 // storedRecord returns the id of the record of ev's scope that holds ev's

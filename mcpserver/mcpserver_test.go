@@ -211,7 +211,7 @@ func TestAddSearchForget(t *testing.T) {
 // a namespace over its search rate (429 with Retry-After), no worker
 // serving, NATS unreachable. An allowed namespace works.
 func TestToolErrors(t *testing.T) {
-	n := startWorker(t, func(c *node.Config) { c.RatePerNamespace = 0.2 })
+	n := startWorker(t, func(c *node.Config) { c.RatePerNamespace, c.Limits.MaxTextBytes = 0.2, 200 })
 	nc := connect(t, n.URL())
 	cs := httpSession(t, newServer(t, nc, mcpserver.Config{Namespace: "demo", AllowNamespaces: []string{"other"}}), mcpserver.HTTPConfig{})
 
@@ -227,6 +227,7 @@ func TestToolErrors(t *testing.T) {
 		{"get without a session", "memory_get", map[string]any{"sessionKey": "chat"}, []string{"invalid argument", "sessionId"}},
 		{"forget nothing", "memory_forget", map[string]any{}, []string{"invalid argument", "recordId"}},
 		{"blank record", "memory_add", map[string]any{"text": "  "}, []string{"invalid argument", "field text"}},
+		{"blank tag", "memory_add", map[string]any{"text": "x", "tags": []string{"ok", " "}}, []string{"invalid argument", "field tags"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text := callErr(t, cs, tc.tool, tc.args)
@@ -255,6 +256,15 @@ func TestToolErrors(t *testing.T) {
 	}
 	if !strings.Contains(limited, "memindex 429 overloaded") || !strings.Contains(limited, "retry after") {
 		t.Fatalf("searches over the rate: tool error %q, want a 429 saying when to retry", limited)
+	}
+
+	// A record the worker refuses (over its --max-text-bytes, within the
+	// client's default) is published but never searchable: not applied,
+	// and the note says where to look.
+	var refused mcpserver.AddOutput
+	callOK(t, cs, "memory_add", map[string]any{"text": strings.Repeat("too long a fact ", 20)}, &refused)
+	if refused.Applied || !strings.Contains(refused.Note, "memindex dlq list") {
+		t.Errorf("memory_add of a record the worker refuses = %+v, want not applied and a note naming the DLQ", refused)
 	}
 
 	// No worker behind the NATS server; then no NATS server at all.
