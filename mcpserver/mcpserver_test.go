@@ -350,3 +350,23 @@ func TestConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestUnheldPartitionIs503: a namespace whose partition no worker holds
+// gets the worker's 503 as a tool error that says to retry, and
+// memory_status says no worker holds it.
+func TestUnheldPartitionIs503(t *testing.T) {
+	n := startWorker(t, func(c *node.Config) { c.Partitions = "0" })
+	ns := "unheld"
+	for i := 0; memindex.Partition(ns, 2) != 1; i++ {
+		ns = fmt.Sprintf("unheld-%d", i)
+	}
+	cs := httpSession(t, newServer(t, connect(t, n.URL()), mcpserver.Config{Namespace: ns}), mcpserver.HTTPConfig{})
+	if text := callErr(t, cs, "memory_search", map[string]any{"query": "x"}); !strings.Contains(text, "memindex 503 unavailable") || !strings.Contains(text, "retry") {
+		t.Errorf("memory_search of an unheld partition: %q, want a 503 saying to retry", text)
+	}
+	var st mcpserver.StatusOutput
+	callOK(t, cs, "memory_status", nil, &st)
+	if st.Health != memindex.HealthDown || len(st.Holders) != 0 || len(st.Problems) == 0 || !strings.Contains(st.Problems[0], "no worker holds partition 1") {
+		t.Errorf("memory_status of an unheld partition = %+v, want down and why", st)
+	}
+}
