@@ -167,6 +167,20 @@ func (s *Server) storedRecord(ctx context.Context, ev memindex.Event) string {
 	return ""
 }
 
+// awaitApplied waits until the workers applied the stream up to seq or ctx
+// ends: polling their statuses quickly for quickSyncFor, then patiently
+// (Config.StatusWait a poll) for workers too busy to answer quickly.
+func (s *Server) awaitApplied(ctx context.Context, seq uint64) error {
+	req := client.SyncRequest{Seq: seq}
+	qctx, cancel := context.WithTimeout(ctx, quickSyncFor)
+	err := s.quickSync.Sync(qctx, req)
+	cancel()
+	if err == nil || ctx.Err() != nil || qctx.Err() == nil || s.cfg.StatusWait <= applyPollWait {
+		return err // done, out of time, or failed at once (no worker, NATS down)
+	}
+	return s.sync.Sync(ctx, req)
+}
+
 // publish publishes ev and waits until the workers applied it, at most
 // Config.ApplyWait. It returns the event's stream sequence, whether it was
 // seen applied, and, when not, why in words; an error only when ev was not
@@ -186,7 +200,7 @@ func (s *Server) publish(ctx context.Context, ev memindex.Event) (seq uint64, ap
 	}
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.ApplyWait)
 	defer cancel()
-	if err := s.sync.Sync(wctx, client.SyncRequest{Seq: ack.Seq}); err != nil {
+	if err := s.awaitApplied(wctx, ack.Seq); err != nil {
 		return ack.Seq, false, fmt.Sprintf("Published (stream seq %d), but the workers had not applied it within %s, so a memory_search may not see it yet: %v", ack.Seq, s.cfg.ApplyWait, err), nil
 	}
 	return ack.Seq, true, "", nil

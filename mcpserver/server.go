@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,11 +26,13 @@ const (
 	// DefaultSessionTimeout closes a streamable HTTP session idle this long.
 	DefaultSessionTimeout = 30 * time.Minute
 	// applyPollWait is how long each poll of the apply wait gathers the
-	// workers' statuses (Config.StatusWait when shorter): a poll that
-	// misses a slow worker is only asked again, and a shorter poll makes
-	// memory_add return sooner (about 0.2 s, against 1.1 s polling with
-	// the 500 ms status wait).
+	// workers' statuses during its first quickSyncFor (Config.StatusWait
+	// when shorter): a shorter poll makes memory_add return sooner (about
+	// 0.2 s, against 1.1 s polling with the 500 ms status wait). A worker
+	// busy ingesting can take longer than that to answer its status, so
+	// the rest of the wait polls Config.StatusWait at a time.
 	applyPollWait = 100 * time.Millisecond
+	quickSyncFor  = time.Second
 )
 
 // AllNamespaces in Config.AllowNamespaces lets a call name any namespace.
@@ -126,7 +129,10 @@ type Server struct {
 	cfg  Config
 	nc   *nats.Conn
 	c    *client.Client
-	sync client.Manager // the remote backend, for Sync after a publish
+	// quickSync and sync are the remote backend, for Sync after a publish:
+	// quickSync polls the statuses applyPollWait at a time, sync
+	// Config.StatusWait at a time, for workers too busy to answer sooner.
+	quickSync, sync client.Manager
 	srv  *mcp.Server
 }
 
@@ -139,12 +145,23 @@ func New(nc *nats.Conn, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	m, err := client.Open(context.Background(), client.Config{Backend: client.BackendRemote,
-		Remote: client.RemoteConfig{Conn: nc, StatusWait: min(cfg.StatusWait, applyPollWait), SyncPoll: 10 * time.Millisecond}})
-	if err != nil {
-		return nil, fmt.Errorf("mcp server: %w", err)
+	open := func(wait time.Duration) (client.Manager, error) {
+		m, err := client.Open(context.Background(), client.Config{Backend: client.BackendRemote,
+			Remote: client.RemoteConfig{Conn: nc, StatusWait: wait, SyncPoll: 10 * time.Millisecond}})
+		if err != nil {
+			return nil, fmt.Errorf("mcp server: %w", err)
+		}
+		return m, nil
 	}
-	s := &Server{cfg: cfg, nc: nc, c: client.NewClient(nc), sync: m}
+	quick, err := open(min(cfg.StatusWait, applyPollWait))
+	if err != nil {
+		return nil, err
+	}
+	patient, err := open(cfg.StatusWait)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, nc: nc, c: client.NewClient(nc), quickSync: quick, sync: patient}
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "memindex", Title: "memindex memory", Version: cfg.Version},
 		&mcp.ServerOptions{Instructions: s.instructions(), Capabilities: &mcp.ServerCapabilities{}})
 	s.addSearch()
@@ -187,7 +204,9 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error { return s.srv.
 
 // Close releases what New acquired (not the connection, which is the
 // caller's).
-func (s *Server) Close(ctx context.Context) error { return s.sync.Close(ctx) }
+func (s *Server) Close(ctx context.Context) error {
+	return errors.Join(s.quickSync.Close(ctx), s.sync.Close(ctx))
+}
 
 // namespace returns the namespace a call with the namespace argument arg
 // works on: arg when Config allows it, Config.Namespace when arg is empty.
