@@ -126,14 +126,14 @@ func (c Config) withDefaults() Config {
 // Server is memindex's MCP server: five tools over one NATS connection.
 // It is safe for concurrent use by any number of MCP sessions.
 type Server struct {
-	cfg  Config
-	nc   *nats.Conn
-	c    *client.Client
+	cfg Config
+	nc  *nats.Conn
+	c   *client.Client
 	// quickSync and sync are the remote backend, for Sync after a publish:
 	// quickSync polls the statuses applyPollWait at a time, sync
 	// Config.StatusWait at a time, for workers too busy to answer sooner.
 	quickSync, sync client.Manager
-	srv  *mcp.Server
+	srv             *mcp.Server
 }
 
 // New returns a Server whose tools send their requests on nc, which the
