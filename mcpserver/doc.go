@@ -12,12 +12,16 @@
 //   - Server (server.go): Config (the default namespace, the namespaces a
 //     call may name instead, how long memory_add and memory_forget wait for
 //     the workers to apply what they published), New over a NATS
-//     connection, Run over stdio (or any SDK transport), Handler for
-//     streamable HTTP.
-//   - The tools, one file each: search.go, get.go, add.go (memory_add and
-//     memory_forget, which publish record.upserted, record.deleted and
-//     session.deleted events through client.Publish and wait with the
-//     remote Manager's Sync), status.go.
+//     connection, Run over stdio (or any SDK transport), and the namespace
+//     rule every tool applies.
+//   - HTTP (http.go): Handler, the streamable HTTP endpoint behind an
+//     optional bearer token, and ListenAndServe with a bounded shutdown.
+//   - The tools, one file each: search.go, get.go, add.go (memory_add: a
+//     record.upserted event through client.Publish, the wait for it with
+//     the remote Manager's Sync, the record id rule RecordID), forget.go
+//     (record.deleted, session.deleted), status.go; their input schemas
+//     (schema.go: inferred from the input structs, narrowed by enums and
+//     bounds).
 //   - Tool errors (errors.go): every failure of a call is an MCP tool error
 //     (a result with isError) whose text carries the worker's reason: the
 //     field of a 400, a 404, the Retry-After of a 429, the "retry" of a 503,
