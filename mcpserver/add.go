@@ -88,7 +88,10 @@ func (s *Server) add(ctx context.Context, in AddInput) (string, AddOutput, error
 	}
 	out := AddOutput{Namespace: ns, RecordID: id, Seq: seq, Applied: applied, Note: note}
 	if applied {
-		switch stored := s.storedRecord(ctx, ev); {
+		// A failed search (over the namespace's rate, say) tells nothing:
+		// applied stands and the id is the one published.
+		switch stored, err := s.storedRecord(ctx, ev); {
+		case err != nil:
 		case stored == "":
 			// The workers moved past the event, yet it is not there: a
 			// worker with tighter limits dead-lettered it, or it is
@@ -141,10 +144,10 @@ func checkTags(tags []string) error {
 // storedRecord returns the id of the record of ev's scope that holds ev's
 // text once the workers applied ev: ev.ID, or the near-duplicate it was
 // merged into; "" when a search does not show it.
-func (s *Server) storedRecord(ctx context.Context, ev memindex.Event) string {
+func (s *Server) storedRecord(ctx context.Context, ev memindex.Event) (string, error) {
 	ctx, cancel, err := s.begin(ctx)
 	if err != nil {
-		return ""
+		return "", err
 	}
 	defer cancel()
 	q := ev.Text
@@ -157,14 +160,14 @@ func (s *Server) storedRecord(ctx context.Context, ev memindex.Event) string {
 	}
 	resp, err := s.c.Search(ctx, memindex.SearchRequest{Namespace: ev.Namespace, Query: q, K: 20, Sources: []string{memindex.SourceRecords}})
 	if err != nil {
-		return ""
+		return "", err
 	}
 	for _, h := range resp.Hits {
 		if h.Source == memindex.SourceRecords && h.SessionKey == ev.SessionKey && h.SessionID == ev.SessionID && strings.HasPrefix(h.Text, ev.Text) {
-			return h.RecordID
+			return h.RecordID, nil
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // awaitApplied waits until the workers applied the stream up to seq or ctx

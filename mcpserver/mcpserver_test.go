@@ -213,14 +213,14 @@ func TestAddSearchForget(t *testing.T) {
 func TestToolErrors(t *testing.T) {
 	n := startWorker(t, func(c *node.Config) { c.RatePerNamespace, c.Limits.MaxTextBytes = 0.2, 200 })
 	nc := connect(t, n.URL())
-	cs := httpSession(t, newServer(t, nc, mcpserver.Config{Namespace: "demo", AllowNamespaces: []string{"other"}}), mcpserver.HTTPConfig{})
+	cs := httpSession(t, newServer(t, nc, mcpserver.Config{Namespace: "demo", AllowNamespaces: []string{"other", "third"}}), mcpserver.HTTPConfig{})
 
 	for _, tc := range []struct {
 		name, tool string
 		args       map[string]any
 		want       []string
 	}{
-		{"namespace not allowed", "memory_search", map[string]any{"query": "x", "namespace": "secret"}, []string{"namespace not allowed", `"secret"`, "demo, other"}},
+		{"namespace not allowed", "memory_search", map[string]any{"query": "x", "namespace": "secret"}, []string{"namespace not allowed", `"secret"`, "demo, other, third"}},
 		{"worker refuses a field", "memory_search", map[string]any{"query": "x", "namespace": "other", "after": "yesterday"}, []string{"memindex 400 invalid argument", "field after"}},
 		{"schema refuses a mode", "memory_search", map[string]any{"query": "x", "mode": "fuzzy"}, []string{"mode"}},
 		{"missing file", "memory_get", map[string]any{"path": "notes/none.md"}, []string{"memindex 404 not found"}},
@@ -257,12 +257,20 @@ func TestToolErrors(t *testing.T) {
 	if !strings.Contains(limited, "memindex 429 overloaded") || !strings.Contains(limited, "retry after") {
 		t.Fatalf("searches over the rate: tool error %q, want a 429 saying when to retry", limited)
 	}
+	// memory_add in that namespace: its check search is refused too, which
+	// says nothing about the record: it is applied all the same.
+	var rated mcpserver.AddOutput
+	callOK(t, cs, "memory_add", map[string]any{"text": "A short fact.", "namespace": "other"}, &rated)
+	if !rated.Applied {
+		t.Errorf("memory_add while the namespace is over its search rate = %+v, want applied", rated)
+	}
 
 	// A record the worker refuses (over its --max-text-bytes, within the
 	// client's default) is published but never searchable: not applied,
-	// and the note says where to look.
+	// and the note says where to look. (In a namespace not yet searched:
+	// the check is a search, and demo's read above used its rate.)
 	var refused mcpserver.AddOutput
-	callOK(t, cs, "memory_add", map[string]any{"text": strings.Repeat("too long a fact ", 20)}, &refused)
+	callOK(t, cs, "memory_add", map[string]any{"text": strings.Repeat("too long a fact ", 20), "namespace": "third"}, &refused)
 	if refused.Applied || !strings.Contains(refused.Note, "memindex dlq list") {
 		t.Errorf("memory_add of a record the worker refuses = %+v, want not applied and a note naming the DLQ", refused)
 	}
