@@ -378,3 +378,23 @@ func TestUnheldPartitionIs503(t *testing.T) {
 		t.Errorf("memory_status of an unheld partition = %+v, want down and why", st)
 	}
 }
+
+// TestAnyNamespace: with --allow-namespaces '*' and no --namespace, a call
+// must name its namespace, and may name any.
+func TestAnyNamespace(t *testing.T) {
+	n := startWorker(t, nil)
+	nc := connect(t, n.URL())
+	publishChat(t, nc, "team-a")
+	cs := httpSession(t, newServer(t, nc, mcpserver.Config{AllowNamespaces: []string{mcpserver.AllNamespaces}}), mcpserver.HTTPConfig{})
+	if text := callErr(t, cs, "memory_search", map[string]any{"query": "harbour"}); !strings.Contains(text, "namespace required") || !strings.Contains(text, "any namespace") {
+		t.Errorf("memory_search naming no namespace: %q, want it to say one is required", text)
+	}
+	var resp memindex.SearchResponse
+	callOK(t, cs, "memory_search", map[string]any{"query": "harbour", "namespace": "team-a"}, &resp)
+	if resp.Namespace != "team-a" || len(resp.Hits) == 0 {
+		t.Errorf("memory_search of team-a = %d hits in %q, want team-a's", len(resp.Hits), resp.Namespace)
+	}
+	if text := callErr(t, cs, "memory_search", map[string]any{"query": "harbour", "namespace": "bad ns"}); !strings.Contains(text, "field namespace") {
+		t.Errorf("memory_search of an invalid namespace: %q, want the field named", text)
+	}
+}
