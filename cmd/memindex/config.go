@@ -27,7 +27,8 @@ import (
 // configSkip are commands whose flags share names with serve's but not their
 // meaning (bench and eval build their own throw-away workers), so a serve
 // config file must not steer them.
-var configSkip = map[string]bool{"memindex bench": true, "memindex eval": true}
+// mcp applies the file itself (parseMCPArgs): serve's "http" key is not its --http.
+var configSkip = map[string]bool{"memindex bench": true, "memindex eval": true, "memindex mcp": true}
 
 // addConfigFlag registers --config on fs unless it has one.
 func addConfigFlag(fs *flag.FlagSet) {

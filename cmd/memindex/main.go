@@ -21,6 +21,8 @@ Usage:
   memindex search  --namespace NS "text"   hybrid search over NATS
   memindex read    --namespace NS --session KEY --session-id ID [--from N]
                                            a session's messages by seq range
+  memindex mcp     --namespace NS [--http ADDR]
+                                           MCP server for agents (memory_search, _get, _add, _forget, _status) over stdio or HTTP
   memindex status                          ask the running workers how they are
   memindex health                          probe: ok, degraded or down per worker (exit 1 when down)
   memindex dlq list|show SEQ|replay SEQ    see and re-publish dead-lettered events
@@ -63,6 +65,8 @@ func main() {
 		err = runSearch(ctx, args, os.Stdout)
 	case "read":
 		err = runRead(ctx, args, os.Stdout)
+	case "mcp":
+		err = runMCP(ctx, args, os.Stdin, os.Stdout)
 	case "health":
 		err = runHealth(ctx, args, os.Stdout)
 	case "status":

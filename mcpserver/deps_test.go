@@ -1,0 +1,13 @@
+package mcpserver_test
+
+import (
+	"testing"
+
+	"memindex/internal/puretest"
+)
+
+// TestBuildsWithoutCgo proves the package's rule: like package client, the
+// MCP server and everything it imports (the MCP SDK included) are pure Go,
+// build with CGO_ENABLED=0, and none of it is memindex's store, consumer,
+// embedder, query or chunker.
+func TestBuildsWithoutCgo(t *testing.T) { puretest.BuildsWithoutCgo(t, "..", "./mcpserver") }
