@@ -191,7 +191,9 @@ type sessionWork struct {
 // (which decide where re-chunking starts, rechunkFrom), then its stored
 // messages from there on with the ones before that give context.
 func (p *planner) planSessions(ctx context.Context, sh Shard, cc chunker.Config, b *store.Batch, prev *afterBatch) ([]*store.Chunk, *afterBatch, error) {
-	before := cc.WithDefaults().ContextMessages
+	// A negative ContextMessages is no context (what --chunk-context 0
+	// gives): no message before a chunk is read or kept.
+	before := max(cc.WithDefaults().ContextMessages, 0)
 	work := make([]sessionWork, 0, len(p.order))
 	var reqs []store.TailRequest
 	var stored []int // the work items read from sh, in reqs' order

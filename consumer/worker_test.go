@@ -38,6 +38,8 @@ type harness struct {
 	stop   func()
 	// inactive is the worker's Config.InactiveThreshold.
 	inactive time.Duration
+	// contextMessages is the chunker's ContextMessages (0: its default).
+	contextMessages int
 }
 
 func newHarness(t *testing.T) *harness {
@@ -52,6 +54,13 @@ func newHarness(t *testing.T) *harness {
 // newHarnessWith is newHarness with the worker embedding through emb.
 func newHarnessWith(t *testing.T, emb embedder.Embedder) *harness {
 	t.Helper()
+	return newHarnessSet(t, emb, func(*harness) {})
+}
+
+// newHarnessSet is newHarnessWith with set applied to the harness before
+// its worker starts.
+func newHarnessSet(t *testing.T, emb embedder.Embedder, set func(*harness)) *harness {
+	t.Helper()
 	s := natstest.Server(t)
 	nc := natstest.Connect(t, s)
 	js, err := jetstream.New(nc)
@@ -63,6 +72,7 @@ func newHarnessWith(t *testing.T, emb embedder.Embedder) *harness {
 		t.Fatalf("EnsureStreams() = %d, %v; want %d", p, err, testPartitions)
 	}
 	h := &harness{t: t, js: js, nc: nc, dir: t.TempDir(), emb: emb}
+	set(h)
 	h.start()
 	t.Cleanup(h.shutdown)
 	return h
@@ -86,7 +96,7 @@ func (h *harness) start() {
 	}
 	w, err := consumer.New(h.js, consumer.Config{
 		Partitions: parts, BatchSize: 200, BackfillInterval: 50 * time.Millisecond,
-		Chunker:           chunker.Config{BudgetTokens: 120},
+		Chunker:           chunker.Config{BudgetTokens: 120, ContextMessages: h.contextMessages},
 		InactiveThreshold: h.inactive,
 	}, seams, h.emb)
 	if err != nil {
@@ -372,5 +382,21 @@ func TestEnsureStreamsKeepsThePartitionCount(t *testing.T) {
 	}
 	if p, err := consumer.EnsureStreams(context.Background(), h.js, consumer.StreamConfig{}); err != nil || p != testPartitions {
 		t.Fatalf("EnsureStreams(P unset) = %d, %v; want the stream's %d", p, err, testPartitions)
+	}
+}
+
+// TestNoChunkContext appends to a session batch after batch with no
+// context messages (ContextMessages -1, what serve --chunk-context 0
+// gives): the planner kept a negative count of messages before a chunk and
+// sliced past the end of the session's tail, killing the worker.
+func TestNoChunkContext(t *testing.T) {
+	emb, err := embedder.NewBuiltin(embedder.BuiltinConfig{Dims: testDims})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessSet(t, emb, func(h *harness) { h.contextMessages = -1 })
+	for seq := int64(1); seq <= 4; seq++ {
+		h.publishEvent(message("nc", "chat", "s1", seq, fmt.Sprintf("message number %d about tulips", seq)))
+		waitFor(t, fmt.Sprintf("message %d applied", seq), func() bool { return h.stats("nc").Messages == seq })
 	}
 }
