@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"memindex"
 	"memindex/client"
@@ -336,4 +339,60 @@ func TestBadInput(t *testing.T) {
 	if s := r.stop(); s.Upserted != 2 || s.Problems < 1 {
 		t.Errorf("summary %+v, want the 2 readable files sent (file.md, ok.md) and the problems counted", s)
 	}
+}
+
+// TestFailedSendIsRetried: while no stream takes the events, a change is
+// reported and tried again with back-off; once a stream is back, the
+// retry lands, once.
+func TestFailedSendIsRetried(t *testing.T) {
+	ctx := context.Background()
+	nc, js := natstest.ConnectJetStream(t, natstest.Server(t))
+	stream := jetstream.StreamConfig{Name: memindex.StreamEvents, Subjects: []string{memindex.EventSubjectPrefix + ".>"}}
+	if _, err := js.CreateStream(ctx, stream); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := watch.Config{Dir: dir, Namespace: ns, StateFile: filepath.Join(t.TempDir(), "state.json")}
+	w := &world{t: t, nc: nc, js: js, dir: dir}
+	r := w.start(cfg)
+	if err := js.DeleteStream(ctx, memindex.StreamEvents); err != nil {
+		t.Fatal(err)
+	}
+	w.write("late.md", "The vole waits.\n")
+	natstest.WaitUntil(t, 10*time.Second, "the failed send to be reported", func() bool {
+		return strings.Contains(strings.Join(r.problems(), "\n"), "trying again in")
+	})
+	if _, err := js.CreateStream(ctx, stream); err != nil {
+		t.Fatal(err)
+	}
+	natstest.WaitUntil(t, 10*time.Second, "the retry to land", func() bool { return w.lastSeq() > 0 })
+	s := r.stop()
+	if evs := w.events(0); len(evs) != 1 || evs[0].Path != "late.md" || s.Upserted != 1 || s.Failed < 1 {
+		t.Errorf("stream %+v, summary %+v; want late.md upserted once after at least one failure", evs, s)
+	}
+}
+
+// TestFolderRemovedWhileWatched: removing the folder deletes the files it
+// held from the index, then Run ends with ErrNoDir.
+func TestFolderRemovedWhileWatched(t *testing.T) {
+	w := newWorld(t)
+	w.write("a.md", "The stoat runs.\n")
+	w.write("sub/b.md", "The stoat hides.\n")
+	r := w.launch(w.config())
+	<-r.synced
+	w.waitFound(20*time.Second, "stoat", "sub/b.md", true)
+	if err := os.RemoveAll(w.dir); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch.Run went on after its folder was removed")
+	}
+	if !errors.Is(r.err, watch.ErrNoDir) {
+		t.Errorf("Run = %v, want ErrNoDir", r.err)
+	}
+	r.err = nil // stop, at cleanup, expects none
+	w.waitFound(doneWithin, "stoat", "a.md", false)
+	w.waitFound(doneWithin, "stoat", "sub/b.md", false)
 }
