@@ -396,3 +396,21 @@ func TestFolderRemovedWhileWatched(t *testing.T) {
 	w.waitFound(doneWithin, "stoat", "a.md", false)
 	w.waitFound(doneWithin, "stoat", "sub/b.md", false)
 }
+
+// TestNewlyExcludedFileIsDeleted: a file sent by an earlier run and
+// excluded by this one's --exclude is deleted at the start.
+func TestNewlyExcludedFileIsDeleted(t *testing.T) {
+	w := newWorld(t)
+	w.write("keep.md", "The bison grazes.\n")
+	w.write("old/gone.md", "The bison leaves.\n")
+	w.start(w.config()).stop()
+	cfg := w.config()
+	cfg.Excludes = []string{"old"}
+	seq := w.lastSeq()
+	r := w.start(cfg)
+	if evs := w.events(seq); len(evs) != 1 || count(evs, "file.deleted", "old/gone.md") != 1 {
+		t.Errorf("restart with old/ excluded sent %+v, want file.deleted old/gone.md only", evs)
+	}
+	w.waitFound(doneWithin, "bison", "old/gone.md", false)
+	r.noProblems()
+}

@@ -26,7 +26,7 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	conn.register(fs, nats.DefaultURL)
 	ns := fs.String("namespace", env("MEMINDEX_NAMESPACE", ""), "namespace of events that do not name one (MEMINDEX_NAMESPACE)")
 	raw := fs.Bool("raw", false, "publish each line as it is, without adding type or namespace or checking it")
-	asJSON := fs.Bool("json", false, "print the summary as JSON")
+	asJSON := fs.Bool("json", false, "print the summary as JSON (with --watch: one JSON line per event sent, then the synced and stopped summaries)")
 	maxPending := fs.Int("max-pending", 4096, "unacknowledged publishes in flight")
 	filesDir := fs.String("files", "", "publish the .md files under this directory as memory files (file.upserted), instead of a JSONL file")
 	dirPath := fs.String("dir-path", "", "with --files: the project the files belong to (\"\": global)")
