@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -229,12 +228,10 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 // event per file, its path relative to dir (with forward slashes), for the
 // project dirPath ("" for global memory). Paths matching one of excludes
 // (filepath.Match globs on the relative path; a matching directory is
-// skipped whole) are left out. A file too big for one event is an error.
+// skipped whole: ExcludedPath) are left out. A file too big for one event is an error.
 func MemoryFileEvents(dir, dirPath string, excludes []string) ([]memindex.Event, error) {
-	for _, g := range excludes {
-		if _, err := filepath.Match(g, ""); err != nil {
-			return nil, fmt.Errorf("bad glob %q: %w", g, err)
-		}
+	if err := CheckExcludes(excludes); err != nil {
+		return nil, err
 	}
 	var evs []memindex.Event
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -243,27 +240,20 @@ func MemoryFileEvents(dir, dirPath string, excludes []string) ([]memindex.Event,
 		}
 		rel, _ := filepath.Rel(dir, path)
 		rel = filepath.ToSlash(rel)
-		for _, g := range excludes {
-			if ok, _ := filepath.Match(g, rel); ok {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
+		if rel != "." && matchesExclude(rel, excludes) { // the folder itself is never excluded
+			if d.IsDir() {
+				return filepath.SkipDir
 			}
-		}
-		if d.IsDir() || !strings.EqualFold(filepath.Ext(path), ".md") {
 			return nil
 		}
-		content, err := os.ReadFile(path)
+		if d.IsDir() || !IsMemoryFile(path) {
+			return nil
+		}
+		ev, err := MemoryFileEvent(dir, rel, dirPath)
 		if err != nil {
 			return err
 		}
-		if len(content) > memindex.MaxEventBytes-4096 {
-			return fmt.Errorf("%s is %d bytes, over the %d an event may carry", rel, len(content), memindex.MaxEventBytes-4096)
-		}
-		sum := sha256.Sum256(content)
-		evs = append(evs, memindex.Event{Type: memindex.TypeFileUpserted, Path: rel, DirPath: dirPath,
-			Content: string(content), ContentHash: hex.EncodeToString(sum[:])})
+		evs = append(evs, ev)
 		return nil
 	})
 	if err != nil {

@@ -133,6 +133,26 @@ func (e *Engine) Search(ctx context.Context, req memindex.SearchRequest) (memind
 		resp.Degraded = append(resp.Degraded, fmt.Sprintf("applied sequence unknown: %v", err))
 	}
 
+	// A candidate whose chunk is gone by the time it is loaded was replaced
+	// by a commit between the legs and the load (a memory file's new
+	// version, a session's re-chunked tail): the legs are asked again, so a
+	// file being replaced is found in its old version or its new one, never
+	// in neither.
+	for try := 0; ; try++ {
+		out, vanished, err := e.answer(ctx, shard, req, resp, start)
+		if err != nil || vanished == 0 || try == vanishedRetries || ctx.Err() != nil {
+			return out, err
+		}
+	}
+}
+
+// vanishedRetries bounds how often Search asks the legs again when
+// candidates vanished before they were loaded.
+const vanishedRetries = 2
+
+// answer runs the legs against shard, fuses and loads the hits into resp.
+// vanished counts candidates whose chunks were gone when loaded.
+func (e *Engine) answer(ctx context.Context, shard Searcher, req memindex.SearchRequest, resp memindex.SearchResponse, start time.Time) (_ memindex.SearchResponse, vanished int, _ error) {
 	after, before := req.TimeRange()
 	filter := store.Filter{SessionKey: req.SessionKey, SessionID: req.SessionID, After: after, Before: before,
 		Sources: req.Sources, DirPath: req.DirPath}
@@ -156,9 +176,9 @@ func (e *Engine) Search(ctx context.Context, req memindex.SearchRequest) (memind
 	switch {
 	case !vec.leg.Answered && !kw.leg.Answered:
 		if err := ctx.Err(); err != nil {
-			return memindex.SearchResponse{}, fmt.Errorf("search %s: %w", req.Namespace, err)
+			return memindex.SearchResponse{}, 0, fmt.Errorf("search %s: %w", req.Namespace, err)
 		}
-		return memindex.SearchResponse{}, fmt.Errorf("search %s: %w: %s", req.Namespace, ErrUnavailable, legReasons(vec.leg, kw.leg))
+		return memindex.SearchResponse{}, 0, fmt.Errorf("search %s: %w: %s", req.Namespace, ErrUnavailable, legReasons(vec.leg, kw.leg))
 	case vec.leg.Ran && !vec.leg.Answered:
 		resp.Degraded = append(resp.Degraded, degradedReason("vector", vec, "keyword"))
 	case kw.leg.Ran && !kw.leg.Answered:
@@ -224,9 +244,9 @@ func (e *Engine) Search(ctx context.Context, req memindex.SearchRequest) (memind
 	if lambda < 1 || req.HalfLifeHours > 0 {
 		pool.K = min(req.K*mmrPool, memindex.MaxK) // choose k from a larger pool
 	}
-	hits, dropped, err := e.hydrate(ctx, shard, pool, fused, snippets, fusion)
+	hits, dropped, vanished, err := e.hydrate(ctx, shard, pool, fused, snippets, fusion)
 	if err != nil {
-		return memindex.SearchResponse{}, fmt.Errorf("search %s: %w", req.Namespace, err)
+		return memindex.SearchResponse{}, 0, fmt.Errorf("search %s: %w", req.Namespace, err)
 	}
 	xs.add("hydrate", len(fused), len(hits), fmt.Sprintf("loaded up to %d chunks in fused order, skipping those outside sources %v; %d failed the namespace check", pool.K, req.Sources, dropped))
 	if req.HalfLifeHours > 0 {
@@ -241,7 +261,7 @@ func (e *Engine) Search(ctx context.Context, req memindex.SearchRequest) (memind
 		xs.add("top-k", in, len(hits), fmt.Sprintf("kept the first %d", req.K))
 	}
 	if hits, err = e.fit(ctx, shard, req, hits, &resp.Used, &xs); err != nil {
-		return memindex.SearchResponse{}, fmt.Errorf("search %s: %w", req.Namespace, err)
+		return memindex.SearchResponse{}, 0, fmt.Errorf("search %s: %w", req.Namespace, err)
 	}
 	if dropped > 0 {
 		// Not degraded in the sense of a leg, but visible: a Searcher that
@@ -251,7 +271,7 @@ func (e *Engine) Search(ctx context.Context, req memindex.SearchRequest) (memind
 	resp.Hits = hits
 	resp.Explain = xs.stages
 	resp.TookMs = millis(time.Since(start))
-	return resp, nil
+	return resp, vanished, nil
 }
 
 // vectorLeg embeds the query within QueryEmbedTimeout, then runs VectorSearch.
@@ -383,8 +403,9 @@ func single(cands []store.Candidate, vector bool) []Fused {
 // a session chunk (the best-ranked of its pieces stands for a split
 // message), a file section, a record. A chunk that vanished since the leg
 // ran, that is of a source the request excludes, or (a Searcher bug) of
-// another namespace is dropped; dropped counts the last kind.
-func (e *Engine) hydrate(ctx context.Context, s Searcher, req memindex.SearchRequest, fused []Fused, snippets map[string]string, fusion string) (hits []memindex.Hit, dropped int, err error) {
+// another namespace is dropped; dropped counts the last kind, vanished the
+// first.
+func (e *Engine) hydrate(ctx context.Context, s Searcher, req memindex.SearchRequest, fused []Fused, snippets map[string]string, fusion string) (hits []memindex.Hit, dropped, vanished int, err error) {
 	hits = make([]memindex.Hit, 0, min(req.K, len(fused)))
 	seen := make(map[string]bool, min(req.K, len(fused)))
 	for len(fused) > 0 && len(hits) < req.K {
@@ -396,12 +417,13 @@ func (e *Engine) hydrate(ctx context.Context, s Searcher, req memindex.SearchReq
 		}
 		recs, err := s.Chunks(ctx, ids)
 		if err != nil {
-			return nil, 0, fmt.Errorf("load chunks: %w", err)
+			return nil, 0, 0, fmt.Errorf("load chunks: %w", err)
 		}
 		for _, f := range batch {
 			rec, ok := recs[f.ID]
 			switch {
 			case !ok || rec.ID != f.ID:
+				vanished++
 				continue
 			case rec.Namespace != req.Namespace:
 				dropped++
@@ -417,7 +439,7 @@ func (e *Engine) hydrate(ctx context.Context, s Searcher, req memindex.SearchReq
 			hits = append(hits, hit(rec, f, snippets[f.ID], req.Explain, fusion))
 		}
 	}
-	return hits, dropped, nil
+	return hits, dropped, vanished, nil
 }
 
 // unitKey names the unit a chunk's hit returns: its message for a session

@@ -18,6 +18,8 @@ const usage = `memindex — a memory indexer for AI agents, on NATS JetStream an
 Usage:
   memindex serve   [flags]                 run a worker (embedded NATS unless --server is set)
   memindex publish --namespace NS FILE     publish JSONL events (FILE or - for stdin)
+  memindex publish --namespace NS --files DIR --watch
+                                           keep a memory folder's .md files in sync as they change
   memindex search  --namespace NS "text"   hybrid search over NATS
   memindex read    --namespace NS --session KEY --session-id ID [--from N]
                                            a session's messages by seq range

@@ -9,6 +9,7 @@ import (
 	"io"
 	"memindex/client"
 	"memindex/internal/telemetry"
+	"memindex/watch"
 	"os"
 	"path/filepath"
 	"time"
@@ -21,11 +22,11 @@ import (
 
 func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var conn connFlags
-	fs := newFlagSet("publish", "--namespace NS [flags] FILE.jsonl|-")
+	fs := newFlagSet("publish", "--namespace NS [flags] FILE.jsonl|-\n       memindex publish --namespace NS --files DIR [--watch] [flags]")
 	conn.register(fs, nats.DefaultURL)
 	ns := fs.String("namespace", env("MEMINDEX_NAMESPACE", ""), "namespace of events that do not name one (MEMINDEX_NAMESPACE)")
 	raw := fs.Bool("raw", false, "publish each line as it is, without adding type or namespace or checking it")
-	asJSON := fs.Bool("json", false, "print the summary as JSON")
+	asJSON := fs.Bool("json", false, "print the summary as JSON (with --watch: one JSON line per event sent, then the synced and stopped summaries)")
 	maxPending := fs.Int("max-pending", 4096, "unacknowledged publishes in flight")
 	filesDir := fs.String("files", "", "publish the .md files under this directory as memory files (file.upserted), instead of a JSONL file")
 	dirPath := fs.String("dir-path", "", "with --files: the project the files belong to (\"\": global)")
@@ -37,9 +38,20 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		excludes = append(excludes, g)
 		return nil
 	})
+	var wf watchFlags
+	wf.register(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
+	}
+	if wf.watch {
+		if *filesDir == "" || len(pos) > 0 {
+			return errors.New("--watch needs --files DIR and no FILE.jsonl")
+		}
+		if *ns == "" {
+			return errors.New("--files needs --namespace")
+		}
+		return runWatch(ctx, conn, wf, watch.Config{Dir: *filesDir, Namespace: *ns, DirPath: *dirPath, Excludes: excludes}, *asJSON, stdout, stderr)
 	}
 	if *filesDir != "" {
 		if *ns == "" {

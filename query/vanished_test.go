@@ -1,0 +1,58 @@
+package query
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"memindex"
+	"memindex/store"
+)
+
+// replacedBetween is a real shard that commits batch the first time a
+// search loads its chunks: after the legs ran, before the hits load, as a
+// memory file's new version can land.
+type replacedBetween struct {
+	*store.Shard
+	batch *store.Batch
+}
+
+func (r *replacedBetween) Chunks(ctx context.Context, ids []string) (map[string]store.ChunkRecord, error) {
+	if b := r.batch; b != nil {
+		r.batch = nil
+		if _, err := r.Apply(ctx, *b); err != nil {
+			return nil, err
+		}
+	}
+	return r.Shard.Chunks(ctx, ids)
+}
+
+// TestFileReplacedDuringASearchIsFound: a memory file whose new version
+// commits between the legs and the load of the hits is found in its new
+// version, not lost (the legs are asked again when candidates vanished).
+func TestFileReplacedDuringASearchIsFound(t *testing.T) {
+	ctx := context.Background()
+	sh, err := store.Open(ctx, filepath.Join(t.TempDir(), "p0.db"), store.Config{Dims: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sh.Close(context.Background()) })
+	version := func(seq uint64, hash, id, text string) store.Batch {
+		return store.Batch{Seq: seq, Files: []store.FileUpsert{{Namespace: "agent-7", Path: "plan.md", Hash: hash, Content: text,
+			Chunks: []store.Chunk{{ID: id, Namespace: "agent-7", Source: memindex.SourceFiles, Path: "plan.md", SeqStart: 1, SeqEnd: 1, Text: text}}}}}
+	}
+	if _, err := sh.Apply(ctx, version(1, "h1", "c-old", "The capybara plan, first draft.")); err != nil {
+		t.Fatal(err)
+	}
+	next := version(2, "h2", "c-new", "The capybara plan, second draft.")
+	r := &replacedBetween{Shard: sh, batch: &next}
+	e := NewEngine(EngineConfig{}, routeTo(r), nil)
+	resp, err := e.Search(ctx, memindex.SearchRequest{Namespace: "agent-7", Query: "capybara", Mode: memindex.ModeKeyword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hitIDs(resp.Hits); !slices.Equal(got, []string{"c-new"}) {
+		t.Fatalf("hits %v while plan.md was replaced, want its new version c-new", got)
+	}
+}
