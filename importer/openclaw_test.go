@@ -226,9 +226,9 @@ func TestAutoDetect(t *testing.T) {
 
 func TestInputsErrors(t *testing.T) {
 	for name, args := range map[string][]string{
-		"none":       nil,
-		"missing":    {filepath.Join(t.TempDir(), "nope.jsonl")},
-		"empty dir":  {t.TempDir()},
+		"none":        nil,
+		"missing":     {filepath.Join(t.TempDir(), "nope.jsonl")},
+		"empty dir":   {t.TempDir()},
 		"stdin twice": {"-", "-"},
 	} {
 		if _, err := importer.Inputs(args, strings.NewReader("")); !errors.Is(err, importer.ErrInput) {
