@@ -18,6 +18,8 @@ const usage = `memindex — a memory indexer for AI agents, on NATS JetStream an
 Usage:
   memindex serve   [flags]                 run a worker (embedded NATS unless --server is set)
   memindex publish --namespace NS FILE     publish JSONL events (FILE or - for stdin)
+  memindex import  --namespace NS FILE|DIR|-
+                                           import history: OpenClaw transcripts, or JSONL through --map (--dry-run)
   memindex search  --namespace NS "text"   hybrid search over NATS
   memindex read    --namespace NS --session KEY --session-id ID [--from N]
                                            a session's messages by seq range
@@ -58,6 +60,8 @@ func main() {
 		err = runServe(ctx, args)
 	case "publish":
 		err = runPublish(ctx, args, os.Stdin, os.Stdout, os.Stderr)
+	case "import":
+		err = runImport(ctx, args, os.Stdin, os.Stdout, os.Stderr)
 	case "search":
 		err = runSearch(ctx, args, os.Stdout)
 	case "read":
