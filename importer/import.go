@@ -1,7 +1,6 @@
 package importer
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -65,8 +65,8 @@ type Config struct {
 
 	// Read, when set, is told the bytes of each line read; Acked, how many
 	// messages the stream acknowledged so far (Run only); Problem, each
-	// bad line or file as it is found. All are called on the caller's
-	// goroutine.
+	// bad line or file as it is found. Parse and DryRun call them on the
+	// caller's goroutine; Run from two, never at once.
 	Read    func(bytes int64)
 	Acked   func(total int64)
 	Problem func(Problem)
@@ -185,86 +185,95 @@ func DryRun(ctx context.Context, ins []Input, cfg Config, w io.Writer) (Summary,
 	return sum, err
 }
 
-// Run is Parse publishing the messages on nc with client.PublishLines, at
-// most MaxPending unacknowledged, every one with the Nats-Msg-Id
-// "<namespace>/<sessionKey>/<sessionId>/<seq>". A failed publish is
-// reported as a Problem at its source line. The error is Parse's, or the
-// stream's refusal to take any of it (client.ErrNoWorker when no stream
-// takes the subject).
+// Run is Parse publishing the messages on nc with one client.PublishLines
+// stream, at most MaxPending unacknowledged, every one with the Nats-Msg-Id
+// "<namespace>/<sessionKey>/<sessionId>/<seq>". Parsing runs on a
+// goroutine of Run's while the caller's publishes, so the callbacks of
+// Config may be called from either, never two at once. A failed publish
+// is reported as a Problem at its source line. The error is Parse's, or
+// client.ErrNoWorker when no stream takes the namespace's subject, or the
+// stream's refusal of the first 100 messages when it took none of them.
 func Run(ctx context.Context, nc *nats.Conn, ins []Input, cfg Config) (Summary, error) {
+	if err := cfg.Validate(); err != nil {
+		return Summary{}, err
+	}
 	if cfg.MaxPending <= 0 {
 		cfg.MaxPending = 4096
 	}
+	if err := streamTakes(ctx, nc, cfg.Namespace, cfg.AckTimeout); err != nil {
+		return Summary{}, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	// The callbacks never overlap: the parser's (Read, Problem) and the
+	// publisher's (Acked, Problem) take cb.
+	var cb sync.Mutex
+	locked := func(f func()) { cb.Lock(); defer cb.Unlock(); f() }
+	user := cfg
+	cfg.Read, cfg.Acked = nil, nil
+	if user.Read != nil {
+		cfg.Read = func(n int64) { locked(func() { user.Read(n) }) }
+	}
+	cfg.Problem = func(p Problem) {
+		if user.Problem != nil {
+			locked(func() { user.Problem(p) })
+		}
+	}
+
+	// origins[i] is where the i-th published line came from.
+	type origin struct{ file, line int32 }
 	var (
-		buf     bytes.Buffer
-		origins []Message // the batch's messages without their text
-		acked   int64
-		sum     Summary
-		report  = cfg.Problem
+		mu      sync.Mutex
+		origins []origin
+		files   []string
 	)
-	if report == nil {
-		report = func(Problem) {}
-	}
-	var late []Problem // failed publishes, added to the summary at the end
-	var firstErr error // the batch's first failed publish
-	flush := func() error {
-		if len(origins) == 0 {
-			return nil
-		}
-		res, err := client.PublishLines(ctx, nc, &buf, client.LinesConfig{
-			Namespace: cfg.Namespace, MaxPending: cfg.MaxPending, AckTimeout: cfg.AckTimeout,
-			Problem: func(line int, err error) {
-				o := origins[line-1]
-				pr := Problem{File: o.File, Line: o.Line, Reason: err.Error()}
-				late = append(late, pr)
-				report(pr)
-				if firstErr == nil {
-					firstErr = err
-				}
-			},
-			Acked: func(n int64) {
-				if cfg.Acked != nil {
-					cfg.Acked(acked + n)
-				}
-			},
-		})
-		buf.Reset()
-		origins = origins[:0]
-		sum.Published += res.Published
-		sum.Duplicates += res.Duplicates
-		sum.Failed += res.Failed + res.Rejected
-		sum.LastSeq = max(sum.LastSeq, res.LastSeq)
-		acked += res.Published + res.Duplicates
-		if err != nil {
-			return err
-		}
-		batchErr := firstErr
-		firstErr = nil
-		if res.Published+res.Duplicates == 0 && batchErr != nil {
-			// Nothing of a whole batch was taken: stop, saying why once,
-			// rather than failing every batch after it.
-			if errors.Is(batchErr, jetstream.ErrNoStreamResponse) || errors.Is(batchErr, nats.ErrNoResponders) {
-				return fmt.Errorf("no stream takes %s: %w", memindex.EventSubject(cfg.Namespace), client.ErrNoWorker)
-			}
-			return fmt.Errorf("the stream took none of %d messages: %w", res.Failed, batchErr)
-		}
-		return nil
-	}
+	pr, pw := io.Pipe()
+	var parsed Summary
+	var parseErr error
+	done := make(chan struct{})
 	start := time.Now()
-	parsed, err := Parse(ctx, ins, cfg, func(m Message) error {
-		if err := json.NewEncoder(&buf).Encode(m.Event); err != nil {
-			return err
-		}
-		origins = append(origins, Message{File: m.File, Line: m.Line})
-		if len(origins) >= cfg.MaxPending {
-			return flush()
-		}
-		return nil
+	go func() {
+		defer close(done)
+		enc := json.NewEncoder(pw) // one Write a line
+		parsed, parseErr = Parse(ctx, ins, cfg, func(m Message) error {
+			mu.Lock()
+			if len(files) == 0 || files[len(files)-1] != m.File {
+				files = append(files, m.File)
+			}
+			origins = append(origins, origin{int32(len(files) - 1), int32(m.Line)})
+			mu.Unlock()
+			return enc.Encode(m.Event)
+		})
+		pw.CloseWithError(parseErr) // nil: the publisher reads EOF
+	}()
+
+	var late []Problem // failed publishes, added to the summary at the end
+	var taken int64
+	res, pubErr := client.PublishLines(ctx, nc, pr, client.LinesConfig{
+		Namespace: cfg.Namespace, MaxPending: cfg.MaxPending, AckTimeout: cfg.AckTimeout,
+		Problem: func(line int, err error) {
+			mu.Lock()
+			o := origins[line-1]
+			pr := Problem{File: files[o.file], Line: int(o.line), Reason: err.Error()}
+			mu.Unlock()
+			late = append(late, pr)
+			cfg.Problem(pr)
+			if taken == 0 && len(late) == 100 {
+				cancel(fmt.Errorf("the stream took none of the first 100 messages: %w", err))
+			}
+		},
+		Acked: func(n int64) {
+			taken = n
+			if user.Acked != nil {
+				locked(func() { user.Acked(n) })
+			}
+		},
 	})
-	if err == nil {
-		err = flush()
-	}
-	parsed.Published, parsed.Duplicates, parsed.Failed, parsed.LastSeq = sum.Published, sum.Duplicates, sum.Failed, sum.LastSeq
+	pr.CloseWithError(errPublishStopped) // unblocks the parser if publishing ended early
+	<-done
+
+	parsed.Published, parsed.Duplicates, parsed.Failed, parsed.LastSeq = res.Published, res.Duplicates, res.Failed+res.Rejected, res.LastSeq
 	for _, pr := range late {
 		if len(parsed.Problems) < maxProblems {
 			parsed.Problems = append(parsed.Problems, pr)
@@ -274,5 +283,39 @@ func Run(ctx context.Context, nc *nats.Conn, ins []Input, cfg Config) (Summary, 
 	if parsed.Seconds > 0 {
 		parsed.PerSecond = float64(parsed.Published) / parsed.Seconds
 	}
-	return parsed, err
+	switch {
+	case context.Cause(ctx) != nil:
+		return parsed, context.Cause(ctx)
+	case parseErr != nil && !errors.Is(parseErr, errPublishStopped):
+		return parsed, parseErr
+	case pubErr != nil:
+		return parsed, fmt.Errorf("publish: %w", pubErr)
+	}
+	return parsed, nil
+}
+
+// errPublishStopped ends the parse when publishing stopped before it.
+var errPublishStopped = errors.New("publishing stopped")
+
+// streamTakes checks that a stream takes the namespace's event subject:
+// without one every publish would fail, one line at a time.
+func streamTakes(ctx context.Context, nc *nats.Conn, ns string, timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = client.DefaultRequestTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	subj := memindex.EventSubject(ns)
+	_, err = js.StreamNameBySubject(ctx, subj)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound), errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrJetStreamNotEnabled):
+		return fmt.Errorf("no stream takes %s: %w", subj, client.ErrNoWorker)
+	case err != nil:
+		return fmt.Errorf("find the stream of %s: %w", subj, err)
+	}
+	return nil
 }
