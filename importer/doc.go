@@ -21,7 +21,8 @@
 //     session, stable across runs), a bad line reported by file and line
 //     with its reason while the rest continue, and a Summary (files,
 //     sessions, messages, skipped records by reason, bad lines, what the
-//     stream acknowledged). Run publishes with client.PublishLines, so
+//     stream acknowledged). Run streams them through one
+//     client.PublishLines (parsing on a goroutine it owns), so
 //     every message carries the Nats-Msg-Id
 //     "<namespace>/<sessionKey>/<sessionId>/<seq>" and importing the same
 //     history again stores nothing new (the stream de-duplicates within
