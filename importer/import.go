@@ -24,8 +24,10 @@ type Format string
 // Formats of Config.Format.
 const (
 	// FormatAuto decides per input from its first line: an OpenClaw session
-	// header ({"type":"session","id":...}) is FormatOpenClaw, anything else
-	// FormatJSONL. With a Mapping given, every input is FormatJSONL.
+	// header ({"type":"session","id":...}) is FormatOpenClaw, a line that
+	// DefaultMapping makes a message FormatJSONL, anything else a bad file
+	// (one problem, not one a line). With a Mapping given, every input is
+	// FormatJSONL.
 	FormatAuto Format = ""
 	// FormatOpenClaw is an OpenClaw session transcript (openclaw.go).
 	FormatOpenClaw Format = "openclaw"

@@ -203,6 +203,9 @@ func TestOpenClawBadFiles(t *testing.T) {
 // TestAutoDetect: a directory of both formats, each file read in its own.
 func TestAutoDetect(t *testing.T) {
 	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "z-other.jsonl"), []byte("{\"cron\":1}\n{\"cron\":2}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range []struct{ name, from string }{
 		{"oc.jsonl", filepath.Join(sampleDir, sampleID+".jsonl")},
 		{"plain.jsonl", ""},
@@ -221,6 +224,14 @@ func TestAutoDetect(t *testing.T) {
 	msgs, sum := parseAll(t, importer.Config{}, dir)
 	if len(msgs) != 7 || sum.Sessions != 2 || msgs[6].Event.Text != "plain line" || msgs[6].Event.Seq != 1 {
 		t.Fatalf("auto-detect: %d messages in %d sessions, last %+v; want 6 OpenClaw + 1 plain", len(msgs), sum.Sessions, msgs[len(msgs)-1])
+	}
+	if sum.BadFiles != 1 || sum.BadLines != 0 || !strings.Contains(sum.Problems[0].Reason, "neither an OpenClaw transcript") || !strings.HasSuffix(sum.Problems[0].File, "z-other.jsonl") {
+		t.Fatalf("a JSONL file of neither kind: %+v, want it reported once as a bad file", sum)
+	}
+	// Named as jsonl, its every line is read and reported.
+	_, sum = parseAll(t, importer.Config{Format: importer.FormatJSONL}, filepath.Join(dir, "z-other.jsonl"))
+	if sum.BadLines != 2 || sum.BadFiles != 0 {
+		t.Fatalf("--format jsonl: %+v, want 2 bad lines", sum)
 	}
 }
 

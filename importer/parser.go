@@ -87,6 +87,11 @@ func (p *parser) input(in Input) error {
 		format = FormatJSONL
 		if _, ok := openClawHeader(first); ok {
 			format = FormatOpenClaw
+		} else if _, err := p.cfg.Mapping.Event(first); err != nil {
+			// Neither kind: one problem for the file, not one a line (a
+			// directory walk meets other JSONL files too).
+			p.problem(in.Name, 0, "neither an OpenClaw transcript (its line %d is no session header) nor JSONL of messages (line %d: %v); to read it, name --format jsonl and a --map", n, n, err)
+			return nil
 		}
 	}
 	if format == FormatOpenClaw {
