@@ -65,6 +65,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			size += in.Size
 		}
 		bar = publishBar(stderr, size)
+		bar.Describe("0 messages")
 		cfg.Read = func(n int64) { _ = bar.Add64(n) }
 		cfg.Acked = func(n int64) { bar.Describe(fmt.Sprintf("%d messages", n)) }
 	}
