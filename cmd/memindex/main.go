@@ -20,6 +20,8 @@ Usage:
   memindex publish --namespace NS FILE     publish JSONL events (FILE or - for stdin)
   memindex publish --namespace NS --files DIR --watch
                                            keep a memory folder's .md files in sync as they change
+  memindex import  --namespace NS FILE|DIR|-
+                                           import history: OpenClaw transcripts, or JSONL through --map (--dry-run)
   memindex search  --namespace NS "text"   hybrid search over NATS
   memindex read    --namespace NS --session KEY --session-id ID [--from N]
                                            a session's messages by seq range
@@ -63,6 +65,8 @@ func main() {
 		err = runServe(ctx, args)
 	case "publish":
 		err = runPublish(ctx, args, os.Stdin, os.Stdout, os.Stderr)
+	case "import":
+		err = runImport(ctx, args, os.Stdin, os.Stdout, os.Stderr)
 	case "search":
 		err = runSearch(ctx, args, os.Stdout)
 	case "read":
