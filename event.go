@@ -116,8 +116,10 @@ func (l Limits) ValidateEvent(e *Event) error {
 	if e.Type == "" {
 		return fieldErr("type", "is required (one of message, session.deleted, file.upserted, file.deleted, record.upserted, record.deleted)")
 	}
-	if e.Namespace != "" && !ValidNamespace(e.Namespace) {
-		return fieldErr("namespace", "%q is not 1-64 characters of [A-Za-z0-9_-]", truncate(e.Namespace, 80))
+	if e.Namespace != "" {
+		if err := CheckNamespace(e.Namespace); err != nil {
+			return err
+		}
 	}
 	switch e.Type {
 	case TypeMessage:

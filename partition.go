@@ -11,6 +11,16 @@ var namespaceRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // 1 to 64 characters from [A-Za-z0-9_-].
 func ValidNamespace(ns string) bool { return namespaceRE.MatchString(ns) }
 
+// CheckNamespace returns nil for a valid namespace, otherwise the error
+// every event, search and read validation gives for one: a *FieldError of
+// field "namespace" wrapping ErrInvalid.
+func CheckNamespace(ns string) error {
+	if ValidNamespace(ns) {
+		return nil
+	}
+	return fieldErr("namespace", "%q is not 1-64 characters of [A-Za-z0-9_-]", truncate(ns, 80))
+}
+
 // Partition returns the partition of namespace ns among p partitions. It is
 // the value nats-server's subject transform partition(p,1) computes for the
 // namespace token: FNV-1a 32 of the token, modulo p.

@@ -31,8 +31,8 @@ type ReadRequest struct {
 // Normalize fills defaults (from 1, count 20) and validates the request; the
 // error is a *FieldError naming the field.
 func (r *ReadRequest) Normalize() error {
-	if !ValidNamespace(r.Namespace) {
-		return fieldErr("namespace", "%q is not 1-64 characters of [A-Za-z0-9_-]", truncate(r.Namespace, 80))
+	if err := CheckNamespace(r.Namespace); err != nil {
+		return err
 	}
 	if r.Path != "" {
 		if err := checkKey("path", r.Path, true); err != nil {

@@ -94,8 +94,8 @@ func (r *SearchRequest) Normalize() error { return DefaultLimits().NormalizeSear
 // field; a query over MaxQueryBytes wraps ErrTooLarge.
 func (l Limits) NormalizeSearch(r *SearchRequest) error {
 	l = l.WithDefaults()
-	if !ValidNamespace(r.Namespace) {
-		return fieldErr("namespace", "%q is not 1-64 characters of [A-Za-z0-9_-]", truncate(r.Namespace, 80))
+	if err := CheckNamespace(r.Namespace); err != nil {
+		return err
 	}
 	if strings.TrimSpace(r.Query) == "" {
 		return fieldErr("query", "is required and must not be blank")

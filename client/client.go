@@ -91,8 +91,8 @@ func NewClient(nc *nats.Conn) *Client { return &Client{nc: nc} }
 // ErrNoWorker. Without a deadline on ctx, DefaultRequestTimeout applies.
 func (c *Client) Search(ctx context.Context, req memindex.SearchRequest) (memindex.SearchResponse, error) {
 	var resp memindex.SearchResponse
-	if !memindex.ValidNamespace(req.Namespace) {
-		return resp, fmt.Errorf("search: %w", &memindex.FieldError{Field: "namespace", Reason: fmt.Sprintf("%q is not 1-64 characters of [A-Za-z0-9_-]", req.Namespace), Err: memindex.ErrInvalid})
+	if err := memindex.CheckNamespace(req.Namespace); err != nil {
+		return resp, fmt.Errorf("search: %w", err)
 	}
 	data, err := json.Marshal(req)
 	if err != nil {
@@ -218,8 +218,8 @@ func remoteError(msg *nats.Msg) error {
 // from req.From on (see memindex.ReadRequest). Errors are as for Search.
 func (c *Client) Read(ctx context.Context, req memindex.ReadRequest) (memindex.ReadResponse, error) {
 	var resp memindex.ReadResponse
-	if !memindex.ValidNamespace(req.Namespace) {
-		return resp, fmt.Errorf("read: %w", &memindex.FieldError{Field: "namespace", Reason: fmt.Sprintf("%q is not 1-64 characters of [A-Za-z0-9_-]", req.Namespace), Err: memindex.ErrInvalid})
+	if err := memindex.CheckNamespace(req.Namespace); err != nil {
+		return resp, fmt.Errorf("read: %w", err)
 	}
 	data, err := json.Marshal(req)
 	if err != nil {

@@ -58,8 +58,8 @@ func (s *Server) status(ctx context.Context, in StatusInput) (string, StatusOutp
 	if err != nil {
 		return "", StatusOutput{}, err
 	}
-	if !memindex.ValidNamespace(ns) {
-		return "", StatusOutput{}, &memindex.FieldError{Field: "namespace", Reason: fmt.Sprintf("%q is not 1-64 characters of [A-Za-z0-9_-]", ns), Err: memindex.ErrInvalid}
+	if err := memindex.CheckNamespace(ns); err != nil {
+		return "", StatusOutput{}, err
 	}
 	ctx, cancel, err := s.begin(ctx)
 	if err != nil {

@@ -70,7 +70,7 @@ func (w *watcher) round(paths []string) error {
 		}
 		f, err := w.js.PublishMsgAsync(msg)
 		if err != nil {
-			fatal = cmp(fatal, w.failed(a, err))
+			fatal = firstErr(fatal, w.failed(a, err))
 			continue
 		}
 		inFlight = append(inFlight, sent{a, f})
@@ -82,7 +82,7 @@ func (w *watcher) round(paths []string) error {
 			w.acked(s.a, ack)
 			acked = true
 		case err := <-s.f.Err():
-			fatal = cmp(fatal, w.failed(s.a, err))
+			fatal = firstErr(fatal, w.failed(s.a, err))
 		}
 	}
 	if acked {
@@ -93,8 +93,8 @@ func (w *watcher) round(paths []string) error {
 	return fatal
 }
 
-// cmp keeps the first non-nil error.
-func cmp(a, b error) error {
+// firstErr keeps the first non-nil error.
+func firstErr(a, b error) error {
 	if a != nil {
 		return a
 	}

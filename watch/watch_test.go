@@ -253,7 +253,11 @@ func TestRestartResyncs(t *testing.T) {
 		count(evs, memindex.TypeFileUpserted, "d.md") != 1 {
 		t.Errorf("restart sent %+v; want file.deleted b.md, file.upserted sub/c.md and d.md, nothing for a.md", evs)
 	}
+	// The worker may apply the delete (sent first) and the upserts in
+	// different batches: each is waited for before the whole view is checked.
 	w.waitFound(20*time.Second, "heron", "b.md", false)
+	w.waitFound(20*time.Second, "returns", "d.md", true)
+	w.waitFound(20*time.Second, "south", "sub/c.md", true)
 	if got, want := w.hits("heron"), []string{"a.md", "d.md", "sub/c.md"}; !slices.Equal(got, want) {
 		t.Errorf("after the restart a search finds %q, want %q", got, want)
 	}
