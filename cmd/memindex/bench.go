@@ -28,7 +28,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	suite := fs.String("suite", env("MEMINDEX_BENCH_SUITE", strings.Join(bench.DefaultSuites, ",")), "parts to run, comma-separated: "+strings.Join(bench.Suites, ", ")+" (cluster only when named)")
 	locomo := fs.String("locomo", env("MEMINDEX_LOCOMO", "../shared/eval-data/locomo/locomo10.events.jsonl"), "LoCoMo events file (the locomo suite also reads the .queries.jsonl beside it); skipped when absent")
 	messages := fs.Int("messages", 100000, "messages in the generated ingest corpus (ingest and stages suites; 0 skips it)")
-	hotMessages := fs.Int("hot-messages", 100000, "hot suite: messages into one namespace (and, beside it, spread over 100 namespaces); 0 skips it")
+	hotMessages := fs.String("hot-messages", "100000", "hot suite: messages into one namespace (and, beside it, spread over 100 namespaces), a comma-separated list of sizes, each a run of its own; empty or 0 skips it")
 	hotSessions := fs.Int("hot-sessions", 1000, "hot suite: interleaved sessions of the one namespace")
 	sizes := fs.String("search-chunks", "10000,100000", "namespace sizes (chunks) to measure search latency and concurrency at over NATS; empty skips")
 	queries := fs.Int("queries", 400, "search requests per size and mode (cluster suite: per path)")
@@ -58,7 +58,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return bench.WriteTables(stdout, rep)
 	}
-	cfg := bench.Config{Locomo: *locomo, Messages: *messages, HotMessages: *hotMessages, HotSessions: *hotSessions,
+	cfg := bench.Config{Locomo: *locomo, Messages: *messages, HotSessions: *hotSessions,
 		Queries: *queries, Modes: splitList(*modes), ConcurrencyDuration: *concDur,
 		Command: "memindex bench " + strings.Join(args, " "), Hooks: harness.Nodes}
 	for _, s := range splitList(*suite) {
@@ -68,6 +68,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.Suites = append(cfg.Suites, s)
 	}
 	var err error
+	if strings.TrimSpace(*hotMessages) != "0" {
+		if cfg.HotMessages, err = parseSizes("--hot-messages", *hotMessages); err != nil {
+			return err
+		}
+	}
 	if cfg.SearchChunks, err = parseSizes("--search-chunks", *sizes); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -28,7 +29,7 @@ func TestBenchSuiteAtATinySize(t *testing.T) {
 	defer cancel()
 	out, cache := t.TempDir(), t.TempDir()
 	args := []string{"--out", out, "--cache", cache, "--locomo", filepath.Join(t.TempDir(), "absent.jsonl"),
-		"--messages", "300", "--hot-messages", "300", "--hot-sessions", "20", "--search-chunks", "300", "--queries", "5", "--modes", "hybrid,vector",
+		"--messages", "300", "--hot-messages", "200,300", "--hot-sessions", "20", "--search-chunks", "300", "--queries", "5", "--modes", "hybrid,vector",
 		"--clients", "1,4", "--concurrency-duration", "200ms",
 		"--sizes", "300,1200", "--vector-queries", "6"}
 	var stdout, stderr bytes.Buffer
@@ -49,13 +50,19 @@ func TestBenchSuiteAtATinySize(t *testing.T) {
 	}
 	var hot []string
 	for _, f := range rep.Hot {
-		hot = append(hot, f.System)
-		if f.Messages != 300 || f.Seconds <= 0 || f.PerSecond <= 0 {
-			t.Errorf("hot %+v: want 300 messages, time spent and a rate", f)
+		hot = append(hot, fmt.Sprintf("%s/%d", f.System, f.Messages))
+		if f.Seconds <= 0 || f.PerSecond <= 0 {
+			t.Errorf("hot %+v: want time spent and a rate", f)
 		}
 	}
-	if want := []string{bench.HotMemindex, bench.HotMemindexMany, bench.HotFTSBatch, bench.HotFTSOne, bench.HotEmbed1, bench.HotEmbedN}; !slices.Equal(hot, want) {
-		t.Errorf("hot systems = %v, want %v", hot, want)
+	var wantHot []string
+	for _, n := range []int{200, 300} {
+		for _, s := range []string{bench.HotMemindex, bench.HotMemindexMany, bench.HotFTSBatch, bench.HotFTSOne, bench.HotEmbed1, bench.HotEmbedN} {
+			wantHot = append(wantHot, fmt.Sprintf("%s/%d", s, n))
+		}
+	}
+	if !slices.Equal(hot, wantHot) {
+		t.Errorf("hot systems = %v, want %v (each size of --hot-messages)", hot, wantHot)
 	}
 	var stages []string
 	for _, s := range rep.Stages {
@@ -67,8 +74,19 @@ func TestBenchSuiteAtATinySize(t *testing.T) {
 	if want := []string{"decode", "chunk", "embed", "commit", "sum"}; !slices.Equal(stages, want) {
 		t.Errorf("stages = %v, want %v", stages, want)
 	}
-	if len(rep.Search) != 2 {
-		t.Errorf("search figures = %d, want 2 (hybrid, vector at 300 chunks)", len(rep.Search))
+	var search []string
+	for _, f := range rep.Search {
+		search = append(search, f.Mode)
+		if f.Chunks != 300 || f.Queries != 5 || f.P50Ms <= 0 || f.P99Ms < f.P50Ms {
+			t.Errorf("search %+v: want 5 queries at 300 chunks, p99 >= p50 > 0", f)
+		}
+	}
+	if want := []string{"hybrid", "vector", bench.SearchFloorFTS5, bench.SearchFloorScan}; !slices.Equal(search, want) {
+		t.Errorf("search systems = %v, want %v (the modes, then the floors of the same run)", search, want)
+	}
+	if len(rep.Startup) != 1 || rep.Startup[0].Chunks != 300 || rep.Startup[0].ShardChunks < 300 || rep.Startup[0].OpenSeconds <= 0 ||
+		rep.Startup[0].KeywordSeconds < rep.Startup[0].OpenSeconds || rep.Startup[0].HeapBytes <= 0 {
+		t.Errorf("startup = %+v, want one figure of the 300-chunk shard: Open time, then the keyword index, and the heap it holds", rep.Startup)
 	}
 	if len(rep.Concurrency) != 2 {
 		t.Fatalf("concurrency figures = %+v, want 2 levels", rep.Concurrency)
@@ -98,7 +116,7 @@ func TestBenchSuiteAtATinySize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| vectors | variant |", "Growth, vector leg p50 ms", "| decode |", "| 1,200 | memindex |", "| " + bench.HotFTSOne + " | 300 | 20 |"} {
+	for _, want := range []string{"| vectors | variant |", "Growth, vector leg p50 ms", "| decode |", "| 1,200 | memindex |", "| " + bench.HotFTSOne + " | 300 | 20 |", "| " + bench.SearchFloorScan + " |", "Start-up of the shard"} {
 		if !bytes.Contains(md, []byte(want)) {
 			t.Errorf("tables.md lacks %q", want)
 		}

@@ -28,6 +28,7 @@ type Report struct {
 	Stages      []StageFigure       `json:"stages,omitempty"`
 	Hot         []HotFigure         `json:"hot,omitempty"` // hot.go
 	Search      []SearchFigure      `json:"search,omitempty"`
+	Startup     []StartupFigure     `json:"startup,omitempty"` // search.go
 	Concurrency []ConcurrencyFigure `json:"concurrency,omitempty"`
 	Vector      []VectorFigure      `json:"vector,omitempty"`
 	Cluster     *ClusterReport      `json:"cluster,omitempty"` // cluster.go
@@ -43,7 +44,9 @@ type IngestFigure struct {
 	PerSecond float64 `json:"messagesPerSecond"`
 }
 
-// SearchFigure is search latency at one namespace size and mode.
+// SearchFigure is search latency at one namespace size and mode (memindex
+// over NATS), or of one of the floors in process (Mode SearchFloorFTS5 or
+// SearchFloorScan) over the same chunks in the same run.
 type SearchFigure struct {
 	Chunks  int     `json:"chunks"`
 	Mode    string  `json:"mode"`
@@ -77,8 +80,10 @@ type Config struct {
 	Locomo         string
 	LocomoRequired bool
 	// Messages sizes the generated corpus of the ingest and stages suites
-	// (0 skips it); HotMessages and HotSessions the hot suite.
-	Messages, HotMessages, HotSessions int
+	// (0 skips it); HotMessages (one run a size, each into its own
+	// namespace) and HotSessions the hot suite.
+	Messages, HotSessions int
+	HotMessages           []int
 	// SearchChunks are the namespace sizes of the search and concurrency
 	// suites; Queries the requests per size and mode; Modes the search
 	// modes (search and locomo suites).

@@ -63,7 +63,7 @@ func (c *benchCluster) search(ctx context.Context, ns string, size, queries int)
 	if holder < 0 {
 		return nil, fmt.Errorf("no worker serves partition %d of namespace %s", p, ns)
 	}
-	if err := fillNamespace(ctx, c.nodes[holder], ns, size); err != nil {
+	if err := fillNamespace(ctx, c.nodes[holder], ns, size, nil); err != nil {
 		return nil, err
 	}
 	nc, err := nats.Connect(c.srv.ClientURL(), nats.Name("memindex bench searcher"))

@@ -46,8 +46,9 @@ const (
 	HotEmbedN       = "built-in embedder, all CPUs"
 )
 
-// hotNamespace is the namespace the hot suite ingests into.
-const hotNamespace = "bench-hot"
+// hotNamespace is the namespace the hot suite ingests n messages into (one
+// a size, so the sizes of one run do not share sessions).
+func hotNamespace(n int) string { return fmt.Sprintf("bench-hot-%d", n) }
 
 // hotEvents returns n message events of one namespace over sessions
 // sessions, interleaved: message i is the (i/sessions+1)-th of session
@@ -59,7 +60,7 @@ func hotEvents(n, sessions int) [][]byte {
 		s := i % sessions
 		seq := int64(i/sessions + 1)
 		key := fmt.Sprintf("chat-%d", s)
-		b, _ := json.Marshal(memindex.Event{Type: memindex.TypeMessage, Namespace: hotNamespace, SessionKey: key,
+		b, _ := json.Marshal(memindex.Event{Type: memindex.TypeMessage, Namespace: hotNamespace(n), SessionKey: key,
 			SessionID: "s1", Seq: seq, ID: fmt.Sprintf("%s/s1/%d", key, seq), Speaker: g.Speakers[int(seq)%len(g.Speakers)],
 			Text: g.Sentence(12 + (i*7)%24), Timestamp: "2026-11-30T09:00:00Z"})
 		out = append(out, b)
@@ -77,7 +78,7 @@ func runHot(ctx context.Context, h harness.Hooks, n harness.Node, messages, sess
 		lines    [][]byte
 	}{
 		{HotMemindex, sessions, hotEvents(messages, sessions)},
-		{HotMemindexMany, (messages + 99) / 100, generatedEventsIn("bench-many", messages)},
+		{HotMemindexMany, (messages + 99) / 100, generatedEventsIn(fmt.Sprintf("bench-many-%d", messages), messages)},
 	} {
 		say("hot: %s, %d messages in %d sessions …", c.system, messages, c.sessions)
 		fig, err := ingest(ctx, h, n, c.system, c.lines, "")
@@ -203,7 +204,7 @@ func hotEmbedTexts(msgs []hotMessage) []string {
 	cc := chunker.Config{BudgetTokens: 400}
 	texts := make([]string, 0, len(msgs))
 	for _, k := range order {
-		for _, c := range chunker.Session(cc, hotNamespace+"\x00"+k, bySession[k]) {
+		for _, c := range chunker.Session(cc, hotNamespace(len(msgs))+"\x00"+k, bySession[k]) {
 			texts = append(texts, chunker.EmbedText(c.Context, c.Text))
 		}
 	}

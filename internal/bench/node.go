@@ -6,14 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"memindex"
-	"memindex/client"
 	"memindex/embedder"
 	"memindex/internal/corpus"
 	"memindex/internal/harness"
@@ -67,46 +63,27 @@ func runNodeSuites(ctx context.Context, cfg Config, run map[string]bool, rep *Re
 			say("  %.0f messages/s (%.2fs, %d chunks)", fig.PerSecond, fig.Seconds, fig.Chunks)
 		}
 	}
-	if run["hot"] && cfg.HotMessages > 0 {
-		figs, err := runHot(ctx, cfg.Hooks, n, cfg.HotMessages, cfg.HotSessions, say)
+	for _, size := range cfg.HotMessages {
+		if !run["hot"] || size <= 0 {
+			break
+		}
+		figs, err := runHot(ctx, cfg.Hooks, n, size, cfg.HotSessions, say)
 		if err != nil {
 			return err
 		}
-		say("hot: the floors, in process over the same %d messages …", cfg.HotMessages)
-		floors, err := runHotFloors(ctx, filepath.Join(cfg.Dir, "hot"), cfg.HotMessages, cfg.HotSessions, spec.Batch, say)
+		say("hot: the floors, in process over the same %d messages …", size)
+		floors, err := runHotFloors(ctx, filepath.Join(cfg.Dir, fmt.Sprintf("hot-%d", size)), size, cfg.HotSessions, spec.Batch, say)
 		if err != nil {
 			return err
 		}
-		rep.Hot = append(figs, floors...)
+		rep.Hot = append(rep.Hot, append(figs, floors...)...)
 	}
 	if !run["search"] && !run["concurrency"] {
 		return nil
 	}
 	for _, size := range cfg.SearchChunks {
-		ns := fmt.Sprintf("bench-search-%d", size)
-		say("search: filling namespace %s with %d chunks …", ns, size)
-		if err := fillNamespace(ctx, n, ns, size); err != nil {
+		if err := runSearchSize(ctx, cfg, run, n, size, rep); err != nil { // search.go
 			return err
-		}
-		if run["search"] {
-			for _, mode := range cfg.Modes {
-				fig, err := runSearch(ctx, n, ns, size, mode, cfg.Queries)
-				if err != nil {
-					return err
-				}
-				rep.Search = append(rep.Search, fig)
-				say("  %d chunks, %s: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms over %d queries", size, mode, fig.P50Ms, fig.P90Ms, fig.P99Ms, fig.Queries)
-			}
-		}
-		if run["concurrency"] {
-			for _, c := range cfg.Clients {
-				fig, err := runConcurrency(ctx, n.URL(), ns, size, "hybrid", c, cfg.ConcurrencyDuration)
-				if err != nil {
-					return err
-				}
-				rep.Concurrency = append(rep.Concurrency, fig)
-				say("  %d chunks, %d clients: %.0f queries/s, p50 %.2f ms, p99 %.2f ms (%d queries, %d errors)", size, c, fig.PerSecond, fig.P50Ms, fig.P99Ms, fig.Queries, fig.Errors)
-			}
 		}
 	}
 	return nil
@@ -125,7 +102,9 @@ func ingest(ctx context.Context, h harness.Hooks, n harness.Node, name string, l
 
 // fillNamespace writes size generated chunks with vectors straight into the
 // namespace's shard: search latency does not depend on how chunks arrived.
-func fillNamespace(ctx context.Context, n harness.Node, ns string, size int) error {
+// sink, when not nil, gets each thousand chunks (texts and vectors) after
+// they are applied: the search suite's floors index the same data.
+func fillNamespace(ctx context.Context, n harness.Node, ns string, size int, sink func(texts []string, vecs [][]float32) error) error {
 	p := memindex.Partition(ns, n.Partitions())
 	sh := n.Shards()[p]
 	if sh == nil {
@@ -172,40 +151,11 @@ func fillNamespace(ctx context.Context, n harness.Node, ns string, size int) err
 		if _, err := sh.Apply(ctx, b); err != nil {
 			return err
 		}
+		if sink != nil {
+			if err := sink(texts, vecs); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
-}
-
-// runSearch sends queries one at a time over NATS and reports latency
-// percentiles as the client sees them.
-func runSearch(ctx context.Context, n harness.Node, ns string, size int, mode string, queries int) (SearchFigure, error) {
-	nc, err := nats.Connect(n.URL())
-	if err != nil {
-		return SearchFigure{}, err
-	}
-	defer nc.Close()
-	cl := client.NewClient(nc)
-	g := corpus.New(7)
-	lat := make([]float64, 0, queries)
-	degraded := 0
-	for i := 0; i < queries+20; i++ {
-		q := g.Query(i%2 == 0)
-		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		t0 := time.Now()
-		resp, err := cl.Search(qctx, memindex.SearchRequest{Namespace: ns, Query: q, K: 10, Mode: mode})
-		el := time.Since(t0)
-		cancel()
-		if err != nil {
-			return SearchFigure{}, fmt.Errorf("search %q: %w", q, err)
-		}
-		if i >= 20 && len(resp.Degraded) > 0 {
-			degraded++
-		}
-		if i >= 20 { // the first 20 warm up caches
-			lat = append(lat, float64(el.Microseconds())/1000)
-		}
-	}
-	slices.Sort(lat)
-	pct := func(p float64) float64 { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
-	return SearchFigure{Chunks: size, Mode: mode, Queries: len(lat), P50Ms: pct(0.50), P90Ms: pct(0.90), P99Ms: pct(0.99), MaxMs: lat[len(lat)-1], Degraded: degraded}, nil
 }

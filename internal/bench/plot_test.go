@@ -45,11 +45,11 @@ func TestGrowthPlotDrawsEverySeries(t *testing.T) {
 		}
 	}
 	rep := Report{Date: "2026-12-02T06:00:00Z", Vector: vec,
-		Search: []SearchFigure{{Chunks: 1000, Mode: "hybrid", P50Ms: 1.5}, {Chunks: 10000, Mode: "hybrid", P50Ms: 3}, {Chunks: 1000, Mode: "keyword", P50Ms: 1}, {Chunks: 10000, Mode: "keyword", P50Ms: 2}},
+		Search: []SearchFigure{{Chunks: 1000, Mode: "hybrid", P50Ms: 1.5, P99Ms: 4}, {Chunks: 10000, Mode: "hybrid", P50Ms: 3, P99Ms: 7}, {Chunks: 1000, Mode: "keyword", P50Ms: 1, P99Ms: 2}, {Chunks: 10000, Mode: "keyword", P50Ms: 2, P99Ms: 5}},
 	}
 	panels := growthPanels(rep)
-	if len(panels) != 5 {
-		t.Fatalf("growthPanels gave %d panels, want 4 of the vector suite and 1 of search", len(panels))
+	if len(panels) != 6 {
+		t.Fatalf("growthPanels gave %d panels, want 4 of the vector suite and 2 of search (p50, p99)", len(panels))
 	}
 	var buf bytes.Buffer
 	if err := writePlot(&buf, "test", panels); err != nil {

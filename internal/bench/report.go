@@ -68,12 +68,22 @@ func WriteTables(w io.Writer, rep Report) error {
 		fmt.Fprintln(w)
 	}
 	if len(rep.Search) > 0 {
-		fmt.Fprintln(w, "Search over NATS, one request at a time:")
+		fmt.Fprintln(w, "Search over NATS, one request at a time (the floors in process over the same chunks, taking turns query by query):")
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "| chunks | mode | queries | p50 ms | p90 ms | p99 ms | max ms | degraded |")
 		fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|")
 		for _, f := range rep.Search {
 			fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %d |\n", benchThousands(f.Chunks), f.Mode, f.Queries, benchMs(f.P50Ms), benchMs(f.P90Ms), benchMs(f.P99Ms), benchMs(f.MaxMs), f.Degraded)
+		}
+		fmt.Fprintln(w)
+	}
+	if len(rep.Startup) > 0 {
+		fmt.Fprintln(w, "Start-up of the shard holding a search namespace (its file opened afresh, read-only beside the node):")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| namespace chunks | shard chunks | Open s (vectors in memory) | keyword index in memory s | Go heap held |")
+		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|")
+		for _, f := range rep.Startup {
+			fmt.Fprintf(w, "| %s | %s | %.2f | %.2f | %s |\n", benchThousands(f.Chunks), benchThousands(int(f.ShardChunks)), f.OpenSeconds, f.KeywordSeconds, benchBytes(f.HeapBytes))
 		}
 		fmt.Fprintln(w)
 	}
@@ -106,10 +116,10 @@ func writeHotTable(w io.Writer, figs []HotFigure) {
 	if len(figs) == 0 {
 		return
 	}
-	var ref float64
+	ref := map[int]float64{} // messages → memindex's seconds on one namespace
 	for _, f := range figs {
 		if f.System == HotMemindex {
-			ref = f.Seconds
+			ref[f.Messages] = f.Seconds
 		}
 	}
 	fmt.Fprintln(w, "Ingest of one hot namespace (memindex over NATS, publish to last commit; the floors in process over the same messages):")
@@ -118,8 +128,8 @@ func writeHotTable(w io.Writer, figs []HotFigure) {
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
 	for _, f := range figs {
 		vs := "—"
-		if ref > 0 && f.Seconds > 0 {
-			vs = fmt.Sprintf("%.2f×", f.Seconds/ref)
+		if r := ref[f.Messages]; r > 0 && f.Seconds > 0 {
+			vs = fmt.Sprintf("%.2f×", f.Seconds/r)
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %.2f | %s | %s |\n", f.System, benchThousands(f.Messages), benchThousands(f.Sessions), f.Seconds, benchThousands(int(f.PerSecond)), vs)
 	}
@@ -219,9 +229,14 @@ func growthPanels(rep Report) []plotPanel {
 		)
 	}
 	if len(rep.Hot) > 0 {
-		var ss []plotSeries
+		var ss []plotSeries // one a system, a point a size
 		for _, f := range rep.Hot {
-			ss = append(ss, plotSeries{Name: f.System, X: []float64{float64(f.Messages)}, Y: []float64{f.PerSecond}})
+			i := slices.IndexFunc(ss, func(s plotSeries) bool { return s.Name == f.System })
+			if i < 0 {
+				i = len(ss)
+				ss = append(ss, plotSeries{Name: f.System})
+			}
+			ss[i].X, ss[i].Y = append(ss[i].X, float64(f.Messages)), append(ss[i].Y, f.PerSecond)
 		}
 		panels = append(panels, plotPanel{Title: "Ingest, one hot namespace", XLabel: "messages", YLabel: "messages/s", Series: ss})
 	}
@@ -232,17 +247,22 @@ func growthPanels(rep Report) []plotPanel {
 				modes = append(modes, f.Mode)
 			}
 		}
-		var ss []plotSeries
-		for _, m := range modes {
-			s := plotSeries{Name: m + " p50"}
-			for _, f := range rep.Search {
-				if f.Mode == m {
-					s.X, s.Y = append(s.X, float64(f.Chunks)), append(s.Y, f.P50Ms)
+		series := func(val func(SearchFigure) float64) []plotSeries {
+			var ss []plotSeries
+			for _, m := range modes {
+				s := plotSeries{Name: m}
+				for _, f := range rep.Search {
+					if f.Mode == m {
+						s.X, s.Y = append(s.X, float64(f.Chunks)), append(s.Y, val(f))
+					}
 				}
+				ss = append(ss, s)
 			}
-			ss = append(ss, s)
+			return ss
 		}
-		panels = append(panels, plotPanel{Title: "Search over NATS, p50", YLabel: "ms", Series: ss})
+		panels = append(panels,
+			plotPanel{Title: "Search over NATS (floors in process), p50", XLabel: "chunks", YLabel: "ms", Series: series(func(f SearchFigure) float64 { return f.P50Ms })},
+			plotPanel{Title: "Search over NATS (floors in process), p99", XLabel: "chunks", YLabel: "ms", Series: series(func(f SearchFigure) float64 { return f.P99Ms })})
 	}
 	if len(rep.Concurrency) > 0 {
 		var levels []int
@@ -289,6 +309,7 @@ func Merge(paths []string) (Report, error) {
 		rep.Stages = append(rep.Stages, r.Stages...)
 		rep.Hot = append(rep.Hot, r.Hot...)
 		rep.Search = append(rep.Search, r.Search...)
+		rep.Startup = append(rep.Startup, r.Startup...)
 		rep.Concurrency = append(rep.Concurrency, r.Concurrency...)
 		rep.Vector = append(rep.Vector, r.Vector...)
 		rep.Cluster = mergeClusterReports(rep.Cluster, r.Cluster)
