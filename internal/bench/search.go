@@ -169,12 +169,21 @@ type searchSystem struct {
 	name     string
 	ask      func(ctx context.Context, q string, qv []float32) (degraded bool, err error)
 	lat      []float64
+	spent    time.Duration // timed answers so far
+	budget   time.Duration // 0: every query; else asked no more once spent (after 3)
 	degraded int
 }
 
+// searchFloorBudget bounds each floor's timed answers at one size: plain
+// FTS5 ranks every row matching any term of a question, seconds each at
+// 1,000,000 chunks, so a slow floor answers fewer questions (at least 3,
+// the count in its figure) instead of holding the run for many minutes.
+const searchFloorBudget = 60 * time.Second
+
 // runSearch asks queries (after 20 warm-up ones) of memindex over NATS in
-// each mode and of the floors, taking turns, and reports each system's
-// latency percentiles as its caller sees them.
+// each mode and of the floors (each within searchFloorBudget), taking
+// turns, and reports each system's latency percentiles as its caller sees
+// them.
 func runSearch(ctx context.Context, n harness.Node, ns string, size int, modes []string, queries int, floors *searchFloors) ([]SearchFigure, error) {
 	nc, err := nats.Connect(n.URL())
 	if err != nil {
@@ -195,11 +204,11 @@ func runSearch(ctx context.Context, n harness.Node, ns string, size int, modes [
 		}})
 	}
 	systems = append(systems,
-		&searchSystem{name: SearchFloorFTS5, ask: func(ctx context.Context, q string, _ []float32) (bool, error) {
+		&searchSystem{name: SearchFloorFTS5, budget: searchFloorBudget, ask: func(ctx context.Context, q string, _ []float32) (bool, error) {
 			_, err := floors.keyword(ctx, q)
 			return false, err
 		}},
-		&searchSystem{name: SearchFloorScan, ask: func(_ context.Context, _ string, qv []float32) (bool, error) {
+		&searchSystem{name: SearchFloorScan, budget: searchFloorBudget, ask: func(_ context.Context, _ string, qv []float32) (bool, error) {
 			scanFloat32(qv, floors.vecs)
 			return false, nil
 		}},
@@ -214,6 +223,9 @@ func runSearch(ctx context.Context, n harness.Node, ns string, size int, modes [
 		}
 		for j := range systems {
 			s := systems[(i+j)%len(systems)]
+			if s.budget > 0 && s.spent >= s.budget && len(s.lat) >= 3 {
+				continue
+			}
 			t0 := time.Now()
 			degraded, err := s.ask(ctx, q, qv[0])
 			el := time.Since(t0)
@@ -223,7 +235,7 @@ func runSearch(ctx context.Context, n harness.Node, ns string, size int, modes [
 			if i < 20 { // the first 20 warm up caches
 				continue
 			}
-			s.lat = append(s.lat, durMs(el))
+			s.lat, s.spent = append(s.lat, durMs(el)), s.spent+el
 			if degraded {
 				s.degraded++
 			}
