@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sourcegraph/conc/pool"
+
 	"memindex"
 	"memindex/embedder"
 	"memindex/internal/corpus"
@@ -103,7 +105,9 @@ func ingest(ctx context.Context, h harness.Hooks, n harness.Node, name string, l
 // fillNamespace writes size generated chunks with vectors straight into the
 // namespace's shard: search latency does not depend on how chunks arrived.
 // sink, when not nil, gets each thousand chunks (texts and vectors) after
-// they are applied: the search suite's floors index the same data.
+// they are applied: the search suite's floors index the same data. The
+// next thousand are generated and embedded while one is applied, and the
+// sink takes one while the next is applied (a million chunks take minutes).
 func fillNamespace(ctx context.Context, n harness.Node, ns string, size int, sink func(texts []string, vecs [][]float32) error) error {
 	p := memindex.Partition(ns, n.Partitions())
 	sh := n.Shards()[p]
@@ -111,51 +115,83 @@ func fillNamespace(ctx context.Context, n harness.Node, ns string, size int, sin
 		return fmt.Errorf("fill %s: the node holds no shard of partition %d", ns, p)
 	}
 	emb := n.Embedder()
-	g := corpus.New(uint64(size))
-	const per = 1000
-	for off := 0; off < size; off += per {
-		cnt := min(per, size-off)
-		chunks := make([]store.Chunk, cnt)
-		texts := make([]string, cnt)
-		for i := range chunks {
-			var b strings.Builder
-			for l := 0; l < 10; l++ {
-				fmt.Fprintf(&b, "%s: %s\n", g.Speakers[l%2], g.Sentence(12+l%3*8))
+	type fillBatch struct {
+		texts []string
+		vecs  [][]float32
+		batch store.Batch
+	}
+	pl := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError()
+	made, applied := make(chan fillBatch, 2), make(chan fillBatch, 2)
+	pl.Go(func(ctx context.Context) error { // generate and embed
+		defer close(made)
+		g := corpus.New(uint64(size))
+		const per = 1000
+		for off := 0; off < size; off += per {
+			cnt := min(per, size-off)
+			chunks := make([]store.Chunk, cnt)
+			texts := make([]string, cnt)
+			for i := range chunks {
+				var b strings.Builder
+				for l := 0; l < 10; l++ {
+					fmt.Fprintf(&b, "%s: %s\n", g.Speakers[l%2], g.Sentence(12+l%3*8))
+				}
+				texts[i] = b.String()
+				id := off + i
+				chunks[i] = store.Chunk{ID: fmt.Sprintf("%s-%d", ns, id), Namespace: ns, Source: memindex.SourceSessions,
+					SessionKey: fmt.Sprintf("chat-%d", id/50), SessionID: "s1", SeqStart: int64(id%50*10 + 1), SeqEnd: int64(id%50*10 + 10),
+					Text: texts[i], TimeStart: time.Unix(1_700_000_000+int64(id)*60, 0), TimeEnd: time.Unix(1_700_000_000+int64(id)*60+600, 0)}
 			}
-			texts[i] = b.String()
-			id := off + i
-			chunks[i] = store.Chunk{ID: fmt.Sprintf("%s-%d", ns, id), Namespace: ns, Source: memindex.SourceSessions,
-				SessionKey: fmt.Sprintf("chat-%d", id/50), SessionID: "s1", SeqStart: int64(id%50*10 + 1), SeqEnd: int64(id%50*10 + 10),
-				Text: texts[i], TimeStart: time.Unix(1_700_000_000+int64(id)*60, 0), TimeEnd: time.Unix(1_700_000_000+int64(id)*60+600, 0)}
-		}
-		vecs, err := emb.Embed(ctx, embedder.Request{Texts: texts, Kind: embedder.KindDocument})
-		if err != nil {
-			return err
-		}
-		for i := range chunks {
-			chunks[i].Vector = vecs[i]
-		}
-		byKey := map[string][]store.Chunk{}
-		var keys []string
-		for _, c := range chunks {
-			if _, ok := byKey[c.SessionKey]; !ok {
-				keys = append(keys, c.SessionKey)
-			}
-			byKey[c.SessionKey] = append(byKey[c.SessionKey], c)
-		}
-		b := store.Batch{}
-		for _, k := range keys {
-			cs := byKey[k]
-			b.Rechunk = append(b.Rechunk, store.SessionChunks{Session: store.SessionRef{Namespace: ns, SessionKey: k, SessionID: "s1"}, From: cs[0].SeqStart, Chunks: cs})
-		}
-		if _, err := sh.Apply(ctx, b); err != nil {
-			return err
-		}
-		if sink != nil {
-			if err := sink(texts, vecs); err != nil {
+			vecs, err := emb.Embed(ctx, embedder.Request{Texts: texts, Kind: embedder.KindDocument})
+			if err != nil {
 				return err
 			}
+			for i := range chunks {
+				chunks[i].Vector = vecs[i]
+			}
+			byKey := map[string][]store.Chunk{}
+			var keys []string
+			for _, c := range chunks {
+				if _, ok := byKey[c.SessionKey]; !ok {
+					keys = append(keys, c.SessionKey)
+				}
+				byKey[c.SessionKey] = append(byKey[c.SessionKey], c)
+			}
+			fb := fillBatch{texts: texts, vecs: vecs}
+			for _, k := range keys {
+				cs := byKey[k]
+				fb.batch.Rechunk = append(fb.batch.Rechunk, store.SessionChunks{Session: store.SessionRef{Namespace: ns, SessionKey: k, SessionID: "s1"}, From: cs[0].SeqStart, Chunks: cs})
+			}
+			select {
+			case made <- fb:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
-	}
-	return nil
+		return nil
+	})
+	pl.Go(func(ctx context.Context) error { // apply, in order
+		defer close(applied)
+		for fb := range made {
+			if _, err := sh.Apply(ctx, fb.batch); err != nil {
+				return err
+			}
+			select {
+			case applied <- fb:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return ctx.Err()
+	})
+	pl.Go(func(ctx context.Context) error { // the sink, in order
+		for fb := range applied {
+			if sink != nil {
+				if err := sink(fb.texts, fb.vecs); err != nil {
+					return err
+				}
+			}
+		}
+		return ctx.Err()
+	})
+	return pl.Wait()
 }
