@@ -1,6 +1,8 @@
 // Package bench is the harness behind `memindex bench`: it owns the suites
 // (ingest end to end, the hot namespace beside its floors, the ingest
-// stages alone, search latency and concurrency over NATS, the vector leg
+// stages alone, search latency over NATS beside plain FTS5 bm25 and a
+// float32 scan of the same chunks with the start-up of their shard
+// (search.go), concurrency over NATS, the vector leg
 // four ways, LoCoMo search beside plain FTS5 bm25 and a float32 scan, and a
 // cluster of workers in one process), the Report they fill, its markdown
 // tables and the growth plot (tables.md, growth.png, report.json), and the
