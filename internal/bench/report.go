@@ -200,26 +200,37 @@ func vectorAxes(figs []VectorFigure) (sizes []int, variants []string) {
 	return sizes, variants
 }
 
+// seriesBy groups figs into one plot series a name (first-seen order), a
+// point a figure at (x, y); a figure named "" is left out.
+func seriesBy[F any](figs []F, name func(F) string, x, y func(F) float64) []plotSeries {
+	var ss []plotSeries
+	for _, f := range figs {
+		n := name(f)
+		if n == "" {
+			continue
+		}
+		i := slices.IndexFunc(ss, func(s plotSeries) bool { return s.Name == n })
+		if i < 0 {
+			i = len(ss)
+			ss = append(ss, plotSeries{Name: n})
+		}
+		ss[i].X, ss[i].Y = append(ss[i].X, x(f)), append(ss[i].Y, y(f))
+	}
+	return ss
+}
+
 // growthPanels turns the report into the panels of growth.png.
 func growthPanels(rep Report) []plotPanel {
 	var panels []plotPanel
 	if len(rep.Vector) > 0 {
-		_, variants := vectorAxes(rep.Vector)
 		series := func(val func(VectorFigure) float64, skip string) []plotSeries {
-			var out []plotSeries
-			for _, v := range variants {
-				if v == skip {
-					continue
+			variant := func(f VectorFigure) string {
+				if f.Variant == skip {
+					return ""
 				}
-				s := plotSeries{Name: v}
-				for _, f := range rep.Vector {
-					if f.Variant == v {
-						s.X, s.Y = append(s.X, float64(f.Size)), append(s.Y, val(f))
-					}
-				}
-				out = append(out, s)
+				return f.Variant
 			}
-			return out
+			return seriesBy(rep.Vector, variant, func(f VectorFigure) float64 { return float64(f.Size) }, val)
 		}
 		panels = append(panels,
 			plotPanel{Title: "Vector leg, p50", XLabel: "vectors", YLabel: "ms", Series: series(func(f VectorFigure) float64 { return f.P50Ms }, "")},
@@ -229,58 +240,20 @@ func growthPanels(rep Report) []plotPanel {
 		)
 	}
 	if len(rep.Hot) > 0 {
-		var ss []plotSeries // one a system, a point a size
-		for _, f := range rep.Hot {
-			i := slices.IndexFunc(ss, func(s plotSeries) bool { return s.Name == f.System })
-			if i < 0 {
-				i = len(ss)
-				ss = append(ss, plotSeries{Name: f.System})
-			}
-			ss[i].X, ss[i].Y = append(ss[i].X, float64(f.Messages)), append(ss[i].Y, f.PerSecond)
-		}
+		ss := seriesBy(rep.Hot, func(f HotFigure) string { return f.System }, func(f HotFigure) float64 { return float64(f.Messages) }, func(f HotFigure) float64 { return f.PerSecond })
 		panels = append(panels, plotPanel{Title: "Ingest, one hot namespace", XLabel: "messages", YLabel: "messages/s", Series: ss})
 	}
 	if len(rep.Search) > 0 {
-		var modes []string
-		for _, f := range rep.Search {
-			if !slices.Contains(modes, f.Mode) {
-				modes = append(modes, f.Mode)
-			}
-		}
 		series := func(val func(SearchFigure) float64) []plotSeries {
-			var ss []plotSeries
-			for _, m := range modes {
-				s := plotSeries{Name: m}
-				for _, f := range rep.Search {
-					if f.Mode == m {
-						s.X, s.Y = append(s.X, float64(f.Chunks)), append(s.Y, val(f))
-					}
-				}
-				ss = append(ss, s)
-			}
-			return ss
+			return seriesBy(rep.Search, func(f SearchFigure) string { return f.Mode }, func(f SearchFigure) float64 { return float64(f.Chunks) }, val)
 		}
 		panels = append(panels,
 			plotPanel{Title: "Search over NATS (floors in process), p50", XLabel: "chunks", YLabel: "ms", Series: series(func(f SearchFigure) float64 { return f.P50Ms })},
 			plotPanel{Title: "Search over NATS (floors in process), p99", XLabel: "chunks", YLabel: "ms", Series: series(func(f SearchFigure) float64 { return f.P99Ms })})
 	}
 	if len(rep.Concurrency) > 0 {
-		var levels []int
-		for _, f := range rep.Concurrency {
-			if !slices.Contains(levels, f.Clients) {
-				levels = append(levels, f.Clients)
-			}
-		}
-		var ss []plotSeries
-		for _, c := range levels {
-			s := plotSeries{Name: fmt.Sprintf("%d clients", c)}
-			for _, f := range rep.Concurrency {
-				if f.Clients == c {
-					s.X, s.Y = append(s.X, float64(f.Chunks)), append(s.Y, f.PerSecond)
-				}
-			}
-			ss = append(ss, s)
-		}
+		ss := seriesBy(rep.Concurrency, func(f ConcurrencyFigure) string { return fmt.Sprintf("%d clients", f.Clients) },
+			func(f ConcurrencyFigure) float64 { return float64(f.Chunks) }, func(f ConcurrencyFigure) float64 { return f.PerSecond })
 		panels = append(panels, plotPanel{Title: "Hybrid search under concurrency", YLabel: "queries/s", Series: ss})
 	}
 	return panels
