@@ -3,8 +3,8 @@ package store
 import "fmt"
 
 // bytes estimates the vector index's heap: per vector its int8 codes and
-// scale, rowid, id (header and bytes), four string handles, two times and
-// its slot in pos.
+// scale, its 1-bit sketch (vecbits.go), rowid, id (header and bytes), four
+// string handles, two times and its slot in pos.
 func (x *vectorIndex) bytes() int64 {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -13,6 +13,10 @@ func (x *vectorIndex) bytes() int64 {
 		for _, b := range sp.blocks {
 			n += int64(cap(b))
 		}
+		for _, b := range sp.bits {
+			n += int64(cap(b)) * 8
+		}
+		n += int64(cap(sp.bitPop))*2 + int64(cap(sp.bitInv))*4
 		for _, id := range sp.ids {
 			n += int64(len(id))
 		}

@@ -105,6 +105,29 @@ func errMargin(s, qs float32) float32 {
 // (dot_simd.go).
 var dotI8 = dotI8Generic
 
+// dotI8Many sets out[j] to dotI8(abs, sq, codes[j*dims:]) for every j:
+// the scan scores a run of vectors in one call (dotI8ManyGeneric, or the
+// SIMD version of dot_simd.go).
+var dotI8Many = dotI8ManyGeneric
+
+func dotI8ManyGeneric(abs []uint8, sq, codes []int8, dims int, out []int32) {
+	codes = codes[:len(out)*dims]
+	for j := range out {
+		out[j] = dotI8(abs, sq, codes[j*dims:])
+	}
+}
+
+// dotI8Pos sets out[j] to the dotI8 of the query with the codes of the
+// vector at position pos[j] of sp (dotI8PosGeneric, or the SIMD version).
+var dotI8Pos = dotI8PosGeneric
+
+func dotI8PosGeneric(abs []uint8, sq []int8, sp *vecSpace, pos []int32, dims int, out []int32) {
+	out = out[:len(pos)]
+	for j, p := range pos {
+		out[j] = dotI8(abs, sq, sp.vec(int(p), dims))
+	}
+}
+
 // dotI8Generic is dotI8 in plain Go, four accumulators.
 func dotI8Generic(abs []uint8, sq, c []int8) int32 {
 	sq, c = sq[:len(abs)], c[:len(abs)]

@@ -64,6 +64,13 @@ type vecSpace struct {
 	tsStart     []int64 // unix ns, noTime when unknown
 	tsEnd       []int64
 	pos         map[int64]int // rowid → position
+
+	// The 1-bit sketch of each vector (vecbits.go): its sign bits, in
+	// blocks of blockVecs like the codes, how many are set, and its
+	// inverse L1 norm after the rotation.
+	bits   [][]uint64
+	bitPop []uint16
+	bitInv []float32
 }
 
 // vecEntry is one vector with the metadata the index keeps.
@@ -168,6 +175,18 @@ func (sp *vecSpace) add(rowid int64, e *vecEntry, dims int) {
 		}
 		b := &sp.blocks[len(sp.blocks)-1]
 		*b = append(*b, make([]int8, dims)...)
+		words := rotationFor(dims).words
+		if i%blockVecs == 0 {
+			c := words
+			if i > 0 {
+				c = blockVecs * words
+			}
+			sp.bits = append(sp.bits, make([]uint64, 0, c))
+		}
+		w := &sp.bits[len(sp.bits)-1]
+		*w = append(*w, make([]uint64, words)...)
+		sp.bitPop = append(sp.bitPop, 0)
+		sp.bitInv = append(sp.bitInv, 0)
 	}
 	sp.ids[i] = e.id
 	sp.sessionKeys[i] = unique.Make(e.sessionKey)
@@ -177,7 +196,17 @@ func (sp *vecSpace) add(rowid int64, e *vecEntry, dims int) {
 	sp.tsStart[i] = e.tsStart
 	sp.tsEnd[i] = e.tsEnd
 	sp.scales[i] = quantizeInto(sp.vec(i, dims), e.vec)
+	r := rotationFor(dims)
+	scratch := sketchScratch.Get().(*[]float32)
+	if len(*scratch) < 2*r.d {
+		*scratch = make([]float32, 2*r.d)
+	}
+	sp.bitPop[i], sp.bitInv[i] = r.sketchInto(sp.sketch(i, r.words), e.vec, *scratch)
+	sketchScratch.Put(scratch)
 }
+
+// sketchScratch holds the scratch vectors of sketchInto.
+var sketchScratch = sync.Pool{New: func() any { return new([]float32) }}
 
 // remove swap-removes rowid: the last vector moves into its place.
 func (sp *vecSpace) remove(rowid int64, dims int) {
@@ -197,6 +226,9 @@ func (sp *vecSpace) remove(rowid int64, dims int) {
 		sp.tsStart[i] = sp.tsStart[last]
 		sp.tsEnd[i] = sp.tsEnd[last]
 		copy(sp.vec(i, dims), sp.vec(last, dims))
+		words := rotationFor(dims).words
+		copy(sp.sketch(i, words), sp.sketch(last, words))
+		sp.bitPop[i], sp.bitInv[i] = sp.bitPop[last], sp.bitInv[last]
 		sp.pos[sp.rowids[i]] = i
 	}
 	delete(sp.pos, rowid)
@@ -216,6 +248,14 @@ func (sp *vecSpace) remove(rowid int64, dims int) {
 		sp.blocks[lb] = nil
 		sp.blocks = sp.blocks[:lb]
 	}
+	words := rotationFor(dims).words
+	sp.bits[lb] = sp.bits[lb][:len(sp.bits[lb])-words]
+	if len(sp.bits[lb]) == 0 && lb > 0 {
+		sp.bits[lb] = nil
+		sp.bits = sp.bits[:lb]
+	}
+	sp.bitPop = sp.bitPop[:last]
+	sp.bitInv = sp.bitInv[:last]
 }
 
 // normalizeInto writes v scaled to unit length into dst (zeros when v is 0).
@@ -342,10 +382,15 @@ func (x *vectorIndex) candidates(ns string, q *quantQuery, vf *vecFilter, pool i
 	if n < parallelScanMin || parts < 2 {
 		parts = 1
 	}
-	heaps := make([]topK, parts)
-	if parts == 1 {
+	var heaps []topK
+	switch {
+	case !vf.any && useSketch(n, x.dims):
+		heaps = []topK{sp.scanSketch(q, rotationFor(x.dims), n, pool, bitsPool(n, pool), parts, x.dims)}
+	case parts == 1:
+		heaps = make([]topK, 1)
 		heaps[0] = sp.scan(q, vf, 0, n, pool, x.dims)
-	} else {
+	default:
+		heaps = make([]topK, parts)
 		var wg conc.WaitGroup
 		step := (n + parts - 1) / parts
 		for p := 0; p < parts; p++ {
@@ -369,25 +414,44 @@ func (x *vectorIndex) candidates(ns string, q *quantQuery, vf *vecFilter, pool i
 	return out
 }
 
+// scanRun is how many vectors scan scores in one dotI8Many call.
+const scanRun = 256
+
 // scan scores positions [lo,hi) by approximate cosine and keeps the best
-// limit.
+// limit. Without a filter it scores runs of scanRun vectors in one
+// dotI8Many call; with one, only the vectors that pass it.
 func (sp *vecSpace) scan(q *quantQuery, vf *vecFilter, lo, hi, limit, dims int) topK {
 	h := topK{limit: limit, items: make([]scored, 0, max(0, min(limit, hi-lo)))}
-	for i := lo; i < hi; {
-		b := i / blockVecs
-		blk := sp.blocks[b]
-		end := min(hi, (b+1)*blockVecs)
-		off := (i - b*blockVecs) * dims
-		for ; i < end; i, off = i+1, off+dims {
-			if vf.any && !vf.pass(sp, i) {
+	if vf.any {
+		for i := lo; i < hi; i++ {
+			if !vf.pass(sp, i) {
 				continue
 			}
-			score := q.approx(blk[off:off+dims], sp.scales[i])
+			score := q.approx(sp.vec(i, dims), sp.scales[i])
 			if len(h.items) == limit && score < h.items[0].score {
 				continue // cannot enter the top limit
 			}
 			h.push(scored{score: score, pos: int32(i), rowid: sp.rowids[i]})
 		}
+		return h
+	}
+	var dots [scanRun]int32
+	for i := lo; i < hi; {
+		b := i / blockVecs
+		blk := sp.blocks[b]
+		end := min(hi, (b+1)*blockVecs, i+scanRun)
+		off := (i - b*blockVecs) * dims
+		run := dots[:end-i]
+		dotI8Many(q.abs, q.codes, blk[off:], dims, run)
+		for j, d := range run {
+			p := i + j
+			score := float32(d) * sp.scales[p] * q.scale
+			if len(h.items) == limit && score < h.items[0].score {
+				continue // cannot enter the top limit
+			}
+			h.push(scored{score: score, pos: int32(p), rowid: sp.rowids[p]})
+		}
+		i = end
 	}
 	return h
 }
