@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"unique"
@@ -481,15 +480,8 @@ type kwSelect struct {
 	speakers []unique.Handle[string]
 	bmax     float64
 	top      kwTop
-	curs     []kwCursor
-}
-
-type kwCursor struct {
-	p   *kwPost
-	i   int
-	ph  *kwPhrase
-	ub  float64
-	cum float64 // sum of ub of this cursor and every cursor before it
+	terms    []kwRankTerm // scan's, kept for its next space
+	rem      []float64    // scan's
 }
 
 func newKWSelect(q kwQuery, avgdl float64) *kwSelect {
@@ -551,89 +543,6 @@ func asciiEqualFold(a, b string) bool {
 // slack widens upper bounds against rounding, so a bound never prunes a
 // row whose computed score reaches the threshold.
 const slack = 1 + 1e-9
-
-// scan ranks the rows of sp into s.top by max-score: cursors sorted by
-// their upper bound; the ones whose bounds together cannot lift a row past
-// the current k-th score are only probed for rows the others found.
-func (s *kwSelect) scan(sp *kwSpace) {
-	s.curs = s.curs[:0]
-	for i := range s.q.phrases {
-		ph := &s.q.phrases[i]
-		p := sp.post[ph.id]
-		if p == nil {
-			continue
-		}
-		ub := float64(ph.n) * ph.idf * s.tf(p.maxF2, p.minD) * slack
-		s.curs = append(s.curs, kwCursor{p: p, ph: ph, ub: ub})
-	}
-	if len(s.curs) == 0 {
-		return
-	}
-	sort.Slice(s.curs, func(a, b int) bool { return s.curs[a].ub < s.curs[b].ub })
-	cum := 0.0
-	for i := range s.curs {
-		cum += s.curs[i].ub
-		s.curs[i].cum = cum
-	}
-	curs := s.curs
-	// ess is the first essential cursor: those before it cannot lift a row
-	// past the threshold together.
-	ess := 0
-	advanceEss := func() {
-		th, full := s.top.threshold()
-		for full && ess < len(curs) && curs[ess].cum*s.bmax < th {
-			ess++
-		}
-	}
-	advanceEss()
-	for ess < len(curs) {
-		// the next row of any essential cursor
-		d := uint32(math.MaxUint32)
-		for i := ess; i < len(curs); i++ {
-			c := &curs[i]
-			if c.i < len(c.p.docs) && c.p.docs[c.i] < d {
-				d = c.p.docs[c.i]
-			}
-		}
-		if d == math.MaxUint32 {
-			return
-		}
-		ok := !sp.dead[d] && s.filter.pass(sp, d)
-		score := 0.0
-		for i := ess; i < len(curs); i++ {
-			c := &curs[i]
-			if c.i < len(c.p.docs) && c.p.docs[c.i] == d {
-				if ok {
-					score += float64(c.ph.n) * c.ph.idf * s.tf(c.p.f2[c.i], sp.dlen[d])
-				}
-				c.i++
-			}
-		}
-		if !ok {
-			continue
-		}
-		b := s.boost(sp, d)
-		th, full := s.top.threshold()
-		for i := ess - 1; i >= 0; i-- {
-			if full && (score+curs[i].cum)*b < th {
-				score = -1 // cannot make it
-				break
-			}
-			c := &curs[i]
-			c.i += sort.Search(len(c.p.docs)-c.i, func(j int) bool { return c.p.docs[c.i+j] >= d })
-			if c.i < len(c.p.docs) && c.p.docs[c.i] == d {
-				score += float64(c.ph.n) * c.ph.idf * s.tf(c.p.f2[c.i], sp.dlen[d])
-				c.i++
-			}
-		}
-		if score < 0 {
-			continue
-		}
-		if s.top.push(kwHit{rowid: sp.rowids[d], score: score * b}) {
-			advanceEss()
-		}
-	}
-}
 
 func (s *kwSelect) result() []kwHit { return s.top.sorted() }
 
