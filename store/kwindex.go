@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unique"
 )
 
@@ -87,6 +88,9 @@ type kwSpace struct {
 	tsEnd      []int64
 	post       map[uint32]*kwPost
 	ndead      int
+	// norm caches kwLenNorm of every doc for one avgdl (kwrank.go); it is
+	// reset when docs are renumbered.
+	norm atomic.Pointer[kwNorm]
 }
 
 // kwPost is one token's posting list in a space: docs (ascending) and the
@@ -325,6 +329,7 @@ func (x *kwIndex) compactLocked(sp *kwSpace) {
 	sp.sessionKey, sp.sessionID, sp.source, sp.dirPath, sp.speaker = sp.sessionKey[:n], sp.sessionID[:n], sp.source[:n], sp.dirPath[:n], sp.speaker[:n]
 	sp.tsStart, sp.tsEnd = sp.tsStart[:n], sp.tsEnd[:n]
 	sp.ndead = 0
+	sp.norm.Store(nil)
 	for id, p := range sp.post {
 		k := 0
 		p.maxF2, p.minD = 0, math.MaxUint32
@@ -498,8 +503,20 @@ func newKWSelect(q kwQuery, avgdl float64) *kwSelect {
 // tf is FTS5's per-phrase BM25 term for a weighted frequency f2/2 in a row
 // of dlen tokens.
 func (s *kwSelect) tf(f2 uint16, dlen uint32) float64 {
+	return kwTF(f2, kwLenNorm(dlen, s.avgdl))
+}
+
+// kwLenNorm is the length part of FTS5's BM25 for a row of dlen tokens:
+// k1·(1 - b + b·dlen/avgdl).
+func kwLenNorm(dlen uint32, avgdl float64) float64 {
+	return bm25K1 * (1 - bm25B + bm25B*float64(dlen)/avgdl)
+}
+
+// kwTF is FTS5's per-phrase BM25 term for a weighted frequency f2/2 in a
+// row whose kwLenNorm is norm.
+func kwTF(f2 uint16, norm float64) float64 {
 	f := float64(f2) / 2
-	return (f * (bm25K1 + 1.0)) / (f + bm25K1*(1-bm25B+bm25B*float64(dlen)/s.avgdl))
+	return (f * (bm25K1 + 1.0)) / (f + norm)
 }
 
 // boost returns the speaker factor of doc i of sp.

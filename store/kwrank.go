@@ -46,6 +46,27 @@ type kwRankTerm struct {
 	ub float64
 }
 
+// kwNorm is kwLenNorm of every doc of a space, for one avgdl.
+type kwNorm struct {
+	avgdl float64
+	n     []float64
+}
+
+// norms returns kwLenNorm of every doc of sp for s's avgdl, from sp's
+// cache when it holds them (a doc added or avgdl moved since: computed
+// afresh and cached). Caller holds the index's read lock.
+func (s *kwSelect) norms(sp *kwSpace) []float64 {
+	if nm := sp.norm.Load(); nm != nil && nm.avgdl == s.avgdl && len(nm.n) == len(sp.dlen) {
+		return nm.n
+	}
+	n := make([]float64, len(sp.dlen))
+	for i, dl := range sp.dlen {
+		n[i] = kwLenNorm(dl, s.avgdl)
+	}
+	sp.norm.Store(&kwNorm{avgdl: s.avgdl, n: n})
+	return n
+}
+
 // kwProbeRatio: a term is probed for the candidates (a galloping search
 // each) rather than streamed when its posting list is longer than this
 // many times the candidates.
@@ -111,19 +132,42 @@ func (s *kwSelect) scan(sp *kwSpace) {
 	// last th computed and the bounds added up to then: th cannot have
 	// grown by more than the bounds added since, so it is recomputed only
 	// when that could make the difference.
+	// A query whose postings outnumber the docs reads the docs' length
+	// norms from the space's cache, which costs a division a doc to fill.
+	var norm []float64
+	postings := 0
+	for _, t := range terms {
+		postings += len(t.p.docs)
+	}
+	if postings >= len(sp.rowids) {
+		norm = s.norms(sp)
+	}
 	i := 0
 	th, cum, thAt, cumAt := 0.0, 0.0, 0.0, 0.0
 	for ; i < len(terms); i++ {
 		t := &terms[i]
 		docs, f2 := t.p.docs, t.p.f2[:len(t.p.docs)]
-		for j, d := range docs {
-			a := sc[d]
-			if a == 0 {
-				acc.cands = append(acc.cands, d)
-			} else if a < 0 { // dead or filtered out
-				continue
+		if norm != nil {
+			norm := norm[:len(sc)]
+			for j, d := range docs {
+				a := sc[d]
+				if a == 0 {
+					acc.cands = append(acc.cands, d)
+				} else if a < 0 { // dead or filtered out
+					continue
+				}
+				sc[d] = a + t.w*kwTF(f2[j], norm[d])
 			}
-			sc[d] = a + t.w*s.tf(f2[j], sp.dlen[d])
+		} else {
+			for j, d := range docs {
+				a := sc[d]
+				if a == 0 {
+					acc.cands = append(acc.cands, d)
+				} else if a < 0 {
+					continue
+				}
+				sc[d] = a + t.w*s.tf(f2[j], sp.dlen[d])
+			}
 		}
 		cum += t.ub
 		if i+1 == len(terms) || len(acc.cands) < s.top.k {
@@ -146,9 +190,10 @@ func (s *kwSelect) scan(sp *kwSpace) {
 		return
 	}
 
-	// Candidates only: the docs reached, ascending, for probing.
+	// Candidates only: the docs reached (sorted, ascending, the first time
+	// a term is probed for them).
 	live := append(acc.live[:0], acc.cands...)
-	slices.Sort(live)
+	sorted := false
 	for ; i < len(terms); i++ {
 		left := rem[i]
 		k := 0
@@ -167,6 +212,10 @@ func (s *kwSelect) scan(sp *kwSpace) {
 		t := &terms[i]
 		docs, f2 := t.p.docs, t.p.f2[:len(t.p.docs)]
 		if len(docs) > kwProbeRatio*len(live) {
+			if !sorted {
+				slices.Sort(live)
+				sorted = true
+			}
 			j := 0
 			for _, d := range live {
 				j = gallop(docs, j, d)
@@ -181,7 +230,11 @@ func (s *kwSelect) scan(sp *kwSpace) {
 		} else {
 			for j, d := range docs {
 				if a := sc[d]; a > 0 {
-					sc[d] = a + t.w*s.tf(f2[j], sp.dlen[d])
+					if norm != nil {
+						sc[d] = a + t.w*kwTF(f2[j], norm[d])
+					} else {
+						sc[d] = a + t.w*s.tf(f2[j], sp.dlen[d])
+					}
 				}
 			}
 		}
