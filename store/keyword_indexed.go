@@ -184,6 +184,7 @@ func (s *Shard) hydrateKeyword(ctx context.Context, tok *ftsTokenizer, hits []kw
 	defer rows.Close()
 	type found struct{ id, snippet string }
 	got := make(map[int64]found, len(hits))
+	var sc snippetScratch
 	for rows.Next() {
 		var rowid int64
 		var fd found
@@ -193,7 +194,7 @@ func (s *Shard) hydrateKeyword(ctx context.Context, tok *ftsTokenizer, hits []kw
 		}
 		sn := ""
 		if !cjk || !hasCJK(text) { // else cjkSnippet cuts it from the text
-			if sn, err = ftsSnippet(tok, body, toks, snippetOpen, snippetClose, snippetEllips, snippetTokens); err != nil {
+			if sn, err = sc.snippet(tok, body, toks, snippetOpen, snippetClose, snippetEllips, snippetTokens); err != nil {
 				return nil, fmt.Errorf("keyword search: %w", err)
 			}
 		}
