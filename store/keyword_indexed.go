@@ -137,9 +137,10 @@ func (s *Shard) applyKeywordIndex(ops []kwOp, toks []kwTokens, tokErr error) {
 	}
 }
 
-// keywordIndexed is KeywordSearch ranked by the keyword index: every term,
-// no pruning, exactly FTS5's BM25 (kwindex.go); the chunk ids and snippets
-// of the top limit rows come from chunks and FTS5. It returns a
+// keywordIndexed is KeywordSearch ranked by the keyword index: every term
+// kept, exactly FTS5's BM25 (kwindex.go, kwrank.go); the chunk ids and the
+// text of the top limit rows come from chunks in one query, their snippets
+// from ftsSnippet. It returns a
 // kwUnsupported error when the index cannot rank the query exactly.
 func (s *Shard) keywordIndexed(ctx context.Context, kw *kwIndex, ns string, terms, names []string, f Filter, limit int) ([]Candidate, error) {
 	for _, n := range names {

@@ -722,6 +722,9 @@ func (x *kwIndex) stats() kwStats {
 	}
 	for _, sp := range x.byNS {
 		st.bytes += int64(cap(sp.rowids)) * kwRowBytes
+		if nm := sp.norm.Load(); nm != nil {
+			st.bytes += int64(cap(nm.n)) * 8
+		}
 		for _, p := range sp.post {
 			st.postings += int64(len(p.docs))
 			st.bytes += kwPostBytes + int64(cap(p.docs))*4 + int64(cap(p.f2))*2
