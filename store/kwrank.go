@@ -127,11 +127,6 @@ func (s *kwSelect) scan(sp *kwSpace) {
 	}()
 	sc := acc.score[:len(sp.rowids)]
 
-	// Admitting: every posting of each term, until the k-th best partial
-	// score (th) beats rem of the terms left. thAt and cumAt are the
-	// last th computed and the bounds added up to then: th cannot have
-	// grown by more than the bounds added since, so it is recomputed only
-	// when that could make the difference.
 	// A query whose postings outnumber the docs reads the docs' length
 	// norms from the space's cache, which costs a division a doc to fill.
 	var norm []float64
@@ -142,6 +137,12 @@ func (s *kwSelect) scan(sp *kwSpace) {
 	if postings >= len(sp.rowids) {
 		norm = s.norms(sp)
 	}
+
+	// Admitting: every posting of each term, until the k-th best partial
+	// score (th) beats rem of the terms left. thAt and cumAt are the
+	// last th computed and the bounds added up to then: th cannot have
+	// grown by more than the bounds added since, so it is recomputed only
+	// when that could make the difference.
 	i := 0
 	th, cum, thAt, cumAt := 0.0, 0.0, 0.0, 0.0
 	for ; i < len(terms); i++ {
