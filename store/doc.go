@@ -7,7 +7,9 @@
 // over chunks, a sqlite-vec vec0 table of chunk vectors, a meta table with the
 // applied stream sequence and the vector dimension), the transactional Apply of
 // one batch, keyword search (BM25 as FTS5 computes it, ranked by an in-memory
-// keyword index kept in step with chunks_fts, kwindex.go), vector search (an in-memory index
+// keyword index kept in step with chunks_fts, kwindex.go, that ranks term at a
+// time with max-score pruning so a search's cost follows the terms that
+// decide its top k, kwrank.go), vector search (an in-memory index
 // of int8-quantized vectors whose best candidates are rescored with their
 // exact float32 vectors read from the durable vec0 table, so the ranking
 // and scores are an exact scan's: vecquant.go; from 50,000 vectors an

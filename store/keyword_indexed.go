@@ -137,9 +137,10 @@ func (s *Shard) applyKeywordIndex(ops []kwOp, toks []kwTokens, tokErr error) {
 	}
 }
 
-// keywordIndexed is KeywordSearch ranked by the keyword index: every term,
-// no pruning, exactly FTS5's BM25 (kwindex.go); the chunk ids and snippets
-// of the top limit rows come from chunks and FTS5. It returns a
+// keywordIndexed is KeywordSearch ranked by the keyword index: every term
+// kept, exactly FTS5's BM25 (kwindex.go, kwrank.go); the chunk ids and the
+// text of the top limit rows come from chunks in one query, their snippets
+// from ftsSnippet. It returns a
 // kwUnsupported error when the index cannot rank the query exactly.
 func (s *Shard) keywordIndexed(ctx context.Context, kw *kwIndex, ns string, terms, names []string, f Filter, limit int) ([]Candidate, error) {
 	for _, n := range names {
@@ -184,6 +185,7 @@ func (s *Shard) hydrateKeyword(ctx context.Context, tok *ftsTokenizer, hits []kw
 	defer rows.Close()
 	type found struct{ id, snippet string }
 	got := make(map[int64]found, len(hits))
+	var sc snippetScratch
 	for rows.Next() {
 		var rowid int64
 		var fd found
@@ -193,7 +195,7 @@ func (s *Shard) hydrateKeyword(ctx context.Context, tok *ftsTokenizer, hits []kw
 		}
 		sn := ""
 		if !cjk || !hasCJK(text) { // else cjkSnippet cuts it from the text
-			if sn, err = ftsSnippet(tok, body, toks, snippetOpen, snippetClose, snippetEllips, snippetTokens); err != nil {
+			if sn, err = sc.snippet(tok, body, toks, snippetOpen, snippetClose, snippetEllips, snippetTokens); err != nil {
 				return nil, fmt.Errorf("keyword search: %w", err)
 			}
 		}

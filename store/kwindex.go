@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unique"
 )
 
@@ -88,6 +88,9 @@ type kwSpace struct {
 	tsEnd      []int64
 	post       map[uint32]*kwPost
 	ndead      int
+	// norm caches kwLenNorm of every doc for one avgdl (kwrank.go); it is
+	// reset when docs are renumbered.
+	norm atomic.Pointer[kwNorm]
 }
 
 // kwPost is one token's posting list in a space: docs (ascending) and the
@@ -326,6 +329,7 @@ func (x *kwIndex) compactLocked(sp *kwSpace) {
 	sp.sessionKey, sp.sessionID, sp.source, sp.dirPath, sp.speaker = sp.sessionKey[:n], sp.sessionID[:n], sp.source[:n], sp.dirPath[:n], sp.speaker[:n]
 	sp.tsStart, sp.tsEnd = sp.tsStart[:n], sp.tsEnd[:n]
 	sp.ndead = 0
+	sp.norm.Store(nil)
 	for id, p := range sp.post {
 		k := 0
 		p.maxF2, p.minD = 0, math.MaxUint32
@@ -481,15 +485,8 @@ type kwSelect struct {
 	speakers []unique.Handle[string]
 	bmax     float64
 	top      kwTop
-	curs     []kwCursor
-}
-
-type kwCursor struct {
-	p   *kwPost
-	i   int
-	ph  *kwPhrase
-	ub  float64
-	cum float64 // sum of ub of this cursor and every cursor before it
+	terms    []kwRankTerm // scan's, kept for its next space
+	rem      []float64    // scan's
 }
 
 func newKWSelect(q kwQuery, avgdl float64) *kwSelect {
@@ -506,8 +503,20 @@ func newKWSelect(q kwQuery, avgdl float64) *kwSelect {
 // tf is FTS5's per-phrase BM25 term for a weighted frequency f2/2 in a row
 // of dlen tokens.
 func (s *kwSelect) tf(f2 uint16, dlen uint32) float64 {
+	return kwTF(f2, kwLenNorm(dlen, s.avgdl))
+}
+
+// kwLenNorm is the length part of FTS5's BM25 for a row of dlen tokens:
+// k1·(1 - b + b·dlen/avgdl).
+func kwLenNorm(dlen uint32, avgdl float64) float64 {
+	return bm25K1 * (1 - bm25B + bm25B*float64(dlen)/avgdl)
+}
+
+// kwTF is FTS5's per-phrase BM25 term for a weighted frequency f2/2 in a
+// row whose kwLenNorm is norm.
+func kwTF(f2 uint16, norm float64) float64 {
 	f := float64(f2) / 2
-	return (f * (bm25K1 + 1.0)) / (f + bm25K1*(1-bm25B+bm25B*float64(dlen)/s.avgdl))
+	return (f * (bm25K1 + 1.0)) / (f + norm)
 }
 
 // boost returns the speaker factor of doc i of sp.
@@ -551,89 +560,6 @@ func asciiEqualFold(a, b string) bool {
 // slack widens upper bounds against rounding, so a bound never prunes a
 // row whose computed score reaches the threshold.
 const slack = 1 + 1e-9
-
-// scan ranks the rows of sp into s.top by max-score: cursors sorted by
-// their upper bound; the ones whose bounds together cannot lift a row past
-// the current k-th score are only probed for rows the others found.
-func (s *kwSelect) scan(sp *kwSpace) {
-	s.curs = s.curs[:0]
-	for i := range s.q.phrases {
-		ph := &s.q.phrases[i]
-		p := sp.post[ph.id]
-		if p == nil {
-			continue
-		}
-		ub := float64(ph.n) * ph.idf * s.tf(p.maxF2, p.minD) * slack
-		s.curs = append(s.curs, kwCursor{p: p, ph: ph, ub: ub})
-	}
-	if len(s.curs) == 0 {
-		return
-	}
-	sort.Slice(s.curs, func(a, b int) bool { return s.curs[a].ub < s.curs[b].ub })
-	cum := 0.0
-	for i := range s.curs {
-		cum += s.curs[i].ub
-		s.curs[i].cum = cum
-	}
-	curs := s.curs
-	// ess is the first essential cursor: those before it cannot lift a row
-	// past the threshold together.
-	ess := 0
-	advanceEss := func() {
-		th, full := s.top.threshold()
-		for full && ess < len(curs) && curs[ess].cum*s.bmax < th {
-			ess++
-		}
-	}
-	advanceEss()
-	for ess < len(curs) {
-		// the next row of any essential cursor
-		d := uint32(math.MaxUint32)
-		for i := ess; i < len(curs); i++ {
-			c := &curs[i]
-			if c.i < len(c.p.docs) && c.p.docs[c.i] < d {
-				d = c.p.docs[c.i]
-			}
-		}
-		if d == math.MaxUint32 {
-			return
-		}
-		ok := !sp.dead[d] && s.filter.pass(sp, d)
-		score := 0.0
-		for i := ess; i < len(curs); i++ {
-			c := &curs[i]
-			if c.i < len(c.p.docs) && c.p.docs[c.i] == d {
-				if ok {
-					score += float64(c.ph.n) * c.ph.idf * s.tf(c.p.f2[c.i], sp.dlen[d])
-				}
-				c.i++
-			}
-		}
-		if !ok {
-			continue
-		}
-		b := s.boost(sp, d)
-		th, full := s.top.threshold()
-		for i := ess - 1; i >= 0; i-- {
-			if full && (score+curs[i].cum)*b < th {
-				score = -1 // cannot make it
-				break
-			}
-			c := &curs[i]
-			c.i += sort.Search(len(c.p.docs)-c.i, func(j int) bool { return c.p.docs[c.i+j] >= d })
-			if c.i < len(c.p.docs) && c.p.docs[c.i] == d {
-				score += float64(c.ph.n) * c.ph.idf * s.tf(c.p.f2[c.i], sp.dlen[d])
-				c.i++
-			}
-		}
-		if score < 0 {
-			continue
-		}
-		if s.top.push(kwHit{rowid: sp.rowids[d], score: score * b}) {
-			advanceEss()
-		}
-	}
-}
 
 func (s *kwSelect) result() []kwHit { return s.top.sorted() }
 
@@ -796,6 +722,9 @@ func (x *kwIndex) stats() kwStats {
 	}
 	for _, sp := range x.byNS {
 		st.bytes += int64(cap(sp.rowids)) * kwRowBytes
+		if nm := sp.norm.Load(); nm != nil {
+			st.bytes += int64(cap(nm.n)) * 8
+		}
 		for _, p := range sp.post {
 			st.postings += int64(len(p.docs))
 			st.bytes += kwPostBytes + int64(cap(p.docs))*4 + int64(cap(p.f2))*2

@@ -1,6 +1,23 @@
 package store
 
-import "strings"
+import (
+	"math/bits"
+	"strings"
+)
+
+// snippetScratch is the working memory of ftsSnippet, reused from one row
+// to the next of a search.
+type snippetScratch struct {
+	spans  []snippetSpan
+	insts  []snippetInst
+	firsts []int
+	seen   []bool
+}
+
+type snippetSpan struct{ start, end int32 }
+
+// snippetInst is an instance of phrase ip at token position io.
+type snippetInst struct{ ip, io int }
 
 // ftsSnippet returns what FTS5's snippet(chunks_fts, 0, open, close,
 // ellips, nToken) returns for a row whose first column (fts_body) holds
@@ -10,18 +27,39 @@ import "strings"
 // tokenizer makes of text. The keyword index uses it so that a search needs
 // no FTS5 query at all; a test compares it with FTS5's snippet().
 func ftsSnippet(tok *ftsTokenizer, text string, toks []string, open, close, ellips string, nToken int) (string, error) {
+	return new(snippetScratch).snippet(tok, text, toks, open, close, ellips, nToken)
+}
+
+// snippet is ftsSnippet with sc's memory.
+func (sc *snippetScratch) snippet(tok *ftsTokenizer, text string, toks []string, open, close, ellips string, nToken int) (string, error) {
 	nToken = min(max(nToken, 0), 64)
-	type span struct{ start, end int }
-	type inst struct{ ip, io int }
-	var spans []span
-	var insts []inst
-	var firsts []int // sentence starts (fts5SentenceFinderCb)
+	type span = snippetSpan
+	type inst = snippetInst
+	spans, insts, firsts := sc.spans[:0], sc.insts[:0], sc.firsts[:0] // firsts: sentence starts (fts5SentenceFinderCb)
+	defer func() { sc.spans, sc.insts, sc.firsts = spans, insts, firsts }()
+	// byFirst[c]: the phrases whose token starts with byte c (a token
+	// matches none of the others); all of them for more than 64 phrases.
+	var byFirst [256]uint64
+	for ip, q := range toks {
+		if q != "" && ip < 64 {
+			byFirst[q[0]] |= 1 << ip
+		}
+	}
+	many := len(toks) > 64
 	_, err := tok.tokenSpans(text, tokenizeDocument, func(t []byte, start, end int) {
 		pos := len(spans)
-		spans = append(spans, span{start, end})
-		for ip, q := range toks {
-			if q != "" && string(t) == q {
-				insts = append(insts, inst{ip, pos})
+		spans = append(spans, span{int32(start), int32(end)})
+		if many {
+			for ip, q := range toks {
+				if q != "" && string(t) == q {
+					insts = append(insts, inst{ip, pos})
+				}
+			}
+		} else if len(t) > 0 {
+			for m := byFirst[t[0]]; m != 0; m &= m - 1 {
+				if ip := bits.TrailingZeros64(m); string(t) == toks[ip] {
+					insts = append(insts, inst{ip, pos})
+				}
 			}
 		}
 		if pos == 0 {
@@ -44,7 +82,10 @@ func ftsSnippet(tok *ftsTokenizer, text string, toks []string, open, close, elli
 		return "", err
 	}
 	nDoc := len(spans)
-	seen := make([]bool, len(toks))
+	if cap(sc.seen) < len(toks) {
+		sc.seen = make([]bool, len(toks))
+	}
+	seen := sc.seen[:len(toks)]
 	score := func(iPos int) (nScore, iAdj int) {
 		clear(seen)
 		iEnd := iPos + nToken
@@ -128,10 +169,11 @@ func ftsSnippet(tok *ftsTokenizer, text string, toks []string, open, close, elli
 			b.WriteString(text[off:to])
 		}
 	}
-	for pos, sp := range spans {
+	for pos, sp32 := range spans {
 		if pos < rangeStart || pos > rangeEnd {
 			continue
 		}
+		sp := struct{ start, end int }{int(sp32.start), int(sp32.end)}
 		if rangeStart != 0 && pos == rangeStart {
 			off = sp.start
 		}
