@@ -16,6 +16,7 @@ func init() {
 		dotI8Many = dotI8ManyAVX2
 		dotI8Pos = dotI8PosAVX2
 		dotKind = "avx2+fma"
+		whtFrom8 = whtFrom8AVX2
 	}
 	if archsimd.X86.AVX512() && archsimd.X86.AVX512VPOPCNTDQ() {
 		bitCounts = bitCountsAVX512
@@ -111,6 +112,21 @@ func bitCountsAVX512(q *bitQuery, sp *vecSpace, lo, words int, out []int32) {
 	off := (lo % blockVecs) * words
 	blk := sp.bits[lo/blockVecs][off : off+len(out)*words]
 	var lanes [8]uint64
+	if words == 8 { // 384 or 512 dims: the planes stay in registers
+		p0 := archsimd.LoadUint64x8Slice(q.planes[0])
+		p1 := archsimd.LoadUint64x8Slice(q.planes[1])
+		p2 := archsimd.LoadUint64x8Slice(q.planes[2])
+		p3 := archsimd.LoadUint64x8Slice(q.planes[3])
+		for j := range out {
+			x := archsimd.LoadUint64x8Slice(blk[j*8:])
+			c := x.And(p0).OnesCount().Add(x.And(p1).OnesCount().ShiftAllLeft(1)).
+				Add(x.And(p2).OnesCount().ShiftAllLeft(2).Add(x.And(p3).OnesCount().ShiftAllLeft(3)))
+			c.Store(&lanes)
+			out[j] = int32(((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7])))
+		}
+		archsimd.ClearAVXUpperBits()
+		return
+	}
 	for j := range out {
 		b := blk[j*words : (j+1)*words]
 		var acc archsimd.Uint64x8
@@ -124,6 +140,25 @@ func bitCountsAVX512(q *bitQuery, sp *vecSpace, lo, words int, out []int32) {
 		}
 		acc.Store(&lanes)
 		out[j] = int32(((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7])))
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+// whtFrom8AVX2 is whtFrom8 eight lanes at a time, then VZEROUPPER.
+func whtFrom8AVX2(dst []float32, inv float32) {
+	for h := 8; h < len(dst); h *= 2 {
+		for i := 0; i < len(dst); i += 2 * h {
+			a, b := dst[i:i+h:i+h], dst[i+h:i+2*h:i+2*h]
+			for j := 0; j+8 <= len(a); j += 8 {
+				x, y := archsimd.LoadFloat32x8Slice(a[j:]), archsimd.LoadFloat32x8Slice(b[j:])
+				x.Add(y).StoreSlice(a[j:])
+				x.Sub(y).StoreSlice(b[j:])
+			}
+		}
+	}
+	s := archsimd.BroadcastFloat32x8(inv)
+	for i := 0; i+8 <= len(dst); i += 8 {
+		archsimd.LoadFloat32x8Slice(dst[i:]).Mul(s).StoreSlice(dst[i:])
 	}
 	archsimd.ClearAVXUpperBits()
 }

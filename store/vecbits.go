@@ -34,10 +34,13 @@ import (
 // generated corpus kind.
 
 // bitsMin is the namespace size from which a search without a filter uses
-// the sketch: below it the int8 scan of the whole namespace is a
-// millisecond or less.
-// (A variable so that a test can lower it.)
-var bitsMin = 50000
+// the sketch. Below it the int8 scan of the whole namespace costs about
+// what the sketch and the scattered int8 reads of its pool do: in process
+// on this project's 2-core box, 100,000 random 384-dim vectors took
+// 2.2–2.7 ms through the sketch against 2.0–2.7 ms for the int8 scan;
+// 200,000 took 3.1–3.3 against 3.7–4.1, and 1,000,000 23–32 against 40–46
+// (BENCHMARKS.md). (A variable so that a test can lower it.)
+var bitsMin = 150000
 
 // bitsMinDims is the fewest dimensions a sketch is used at: fewer bits
 // rank too coarsely (a 64-bit sketch of 32 dimensions held recall@10 at
@@ -67,7 +70,7 @@ func rotationFor(dims int) *bitRotation {
 	if r, ok := rotations.Load(dims); ok {
 		return r.(*bitRotation)
 	}
-	d := 64
+	d := 64 // at least a word of bits (and the 8 rotate unrolls)
 	for d < dims {
 		d *= 2
 	}
@@ -80,22 +83,43 @@ func rotationFor(dims int) *bitRotation {
 	return got.(*bitRotation)
 }
 
-// rotate writes R·unit into dst (len d).
+// rotate writes R·unit into dst (len d): the signs, then the butterflies
+// of the Walsh–Hadamard transform (the first three levels eight elements
+// at a time, unrolled), then 1/√d.
 func (r *bitRotation) rotate(dst, unit []float32) {
-	clear(dst)
+	dst = dst[:r.d]
+	signs := r.signs[:r.dims]
 	for i, f := range unit[:r.dims] {
-		dst[i] = f * r.signs[i]
+		dst[i] = f * signs[i]
 	}
-	for h := 1; h < r.d; h *= 2 {
-		for i := 0; i < r.d; i += 2 * h {
-			a, b := dst[i:i+h], dst[i+h:i+2*h]
+	clear(dst[r.dims:])
+	for i := 0; i+8 <= len(dst); i += 8 {
+		q := dst[i : i+8 : i+8]
+		a0, a1, a2, a3 := q[0]+q[1], q[0]-q[1], q[2]+q[3], q[2]-q[3]
+		a4, a5, a6, a7 := q[4]+q[5], q[4]-q[5], q[6]+q[7], q[6]-q[7]
+		b0, b1, b2, b3 := a0+a2, a1+a3, a0-a2, a1-a3
+		b4, b5, b6, b7 := a4+a6, a5+a7, a4-a6, a5-a7
+		q[0], q[1], q[2], q[3] = b0+b4, b1+b5, b2+b6, b3+b7
+		q[4], q[5], q[6], q[7] = b0-b4, b1-b5, b2-b6, b3-b7
+	}
+	whtFrom8(dst, float32(1/math.Sqrt(float64(r.d))))
+}
+
+// whtFrom8 runs the butterflies of the Walsh–Hadamard transform of dst
+// (len a power of two, at least 8) from half-width 8 up, then scales by
+// inv: whtFrom8Generic, or the AVX2 version of dot_simd.go.
+var whtFrom8 = whtFrom8Generic
+
+func whtFrom8Generic(dst []float32, inv float32) {
+	for h := 8; h < len(dst); h *= 2 {
+		for i := 0; i < len(dst); i += 2 * h {
+			a, b := dst[i:i+h:i+h], dst[i+h:i+2*h:i+2*h]
 			for j := range a {
 				x, y := a[j], b[j]
 				a[j], b[j] = x+y, x-y
 			}
 		}
 	}
-	inv := float32(1 / math.Sqrt(float64(r.d)))
 	for i := range dst {
 		dst[i] *= inv
 	}
@@ -108,22 +132,24 @@ func (r *bitRotation) sketchInto(dst []uint64, v, scratch []float32) (pop uint16
 	unit, rot := scratch[:r.dims], scratch[r.d:2*r.d]
 	normalizeInto(unit, v)
 	r.rotate(rot, unit)
-	clear(dst[:r.words])
-	var l1 float64
-	for j, f := range rot {
-		l1 += math.Abs(float64(f))
-		if f > 0 {
-			dst[j/64] |= 1 << (j % 64)
-		}
-	}
+	dst = dst[:r.words]
+	var l1 float32
 	n := 0
-	for _, w := range dst[:r.words] {
-		n += bits.OnesCount64(w)
+	for w := range dst {
+		var word uint64
+		for j, f := range rot[w*64 : w*64+64] {
+			l1 += abs32(f)
+			// The sign bit, inverted: 1 for a positive coordinate (and
+			// for +0, which adds nothing to either side); no branch.
+			word |= uint64(^math.Float32bits(f)>>31) << j
+		}
+		dst[w] = word
+		n += bits.OnesCount64(word)
 	}
 	if l1 == 0 {
 		return uint16(n), 0
 	}
-	return uint16(n), float32(1 / l1)
+	return uint16(n), 1 / l1
 }
 
 // bitQuery is a query prepared for the sketch: its rotated unit vector as

@@ -10,7 +10,8 @@ import (
 )
 
 // TestRotationKeepsNorms: the sketch's rotation is orthonormal (it keeps
-// lengths and inner products), so its estimates are of the true cosine.
+// lengths and inner products), so its estimates are of the true cosine,
+// and its SIMD butterflies match the generic ones.
 func TestRotationKeepsNorms(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, dims := range []int{3, 64, 100, 384, 768} {
@@ -25,12 +26,21 @@ func TestRotationKeepsNorms(t *testing.T) {
 		if got := dotGeneric(ra, ra); math.Abs(float64(got)-1) > 1e-4 {
 			t.Errorf("dims %d: |Ra|² = %v, want 1", dims, got)
 		}
+		// The butterflies in use (AVX2 where built and supported) are the
+		// generic loop's, to the bit.
+		x := randVec(r, rot.d)
+		y := slices.Clone(x)
+		whtFrom8(x, 0.5)
+		whtFrom8Generic(y, 0.5)
+		if !slices.Equal(x, y) {
+			t.Errorf("dims %d: whtFrom8 differs from whtFrom8Generic", dims)
+		}
 	}
 }
 
 // TestBitEstimateTracksCosine: the sketch's estimate is close to the
 // cosine on random vectors (its error shrinks with dims as 1/√dims), and
-// 0 for a zero vector.
+// is 0 for a zero vector.
 func TestBitEstimateTracksCosine(t *testing.T) {
 	const dims = 384
 	r := rand.New(rand.NewPCG(3, 4))
@@ -62,8 +72,12 @@ func TestBitEstimateTracksCosine(t *testing.T) {
 		t.Logf("rms error of the estimate over %d pairs: %.4f", n, rms)
 	}
 	bits := make([]uint64, rot.words)
-	if pop, inv := rot.sketchInto(bits, make([]float32, dims), scratch); pop != 0 || inv != 0 {
-		t.Errorf("zero vector: pop %d inv %v, want 0 0", pop, inv)
+	zero := make([]float32, dims)
+	pop, inv := rot.sketchInto(bits, zero, scratch)
+	unit := make([]float32, dims)
+	normalizeInto(unit, randVec(r, dims))
+	if e := newBitQuery(rot, unit).estimate(bits, pop, inv); inv != 0 || e != 0 {
+		t.Errorf("zero vector: inverse L1 %v, estimate %v, want 0 and 0", inv, e)
 	}
 }
 
@@ -71,15 +85,21 @@ func TestBitEstimateTracksCosine(t *testing.T) {
 // sketch passes to the int8 stage hold the exact top 10 as often as the
 // int8 scan of the whole namespace finds them (recall@10 of the search's
 // candidate pool >= 0.99), after a tenth of the vectors were removed and
-// added again (positions move). A pool of a quarter the size held 0.996 on
-// random vectors and 1.000 on the others; a sixteenth, 0.91.
+// added again (positions move). Measured once with 40 queries at 150,000
+// vectors: 0.9975 on random vectors, 1.000 on clustered and text; with the
+// same fraction of 20,000 random vectors (a pool of 887), 0.9875.
 func TestBitSketchRecall(t *testing.T) {
-	const dims, k, queries, n = 384, 10, 16, 20000
+	const dims, k, queries = 384, 10, 12
 	pool := rescorePool(4 * k)
-	// The pool passes the same fraction of the namespace as it does at
-	// bitsMin vectors, the smallest namespace the sketch is used for.
-	want := bitsPool(bitsMin, pool) * n / bitsMin
 	for _, kind := range vecKinds {
+		// Random vectors, the hard case (the top scores close together),
+		// at bitsMin, the smallest namespace the sketch is used for, with
+		// the pool a search takes there; the others at 20,000 vectors with
+		// a pool of the same fraction of the namespace.
+		n, want := bitsMin, bitsPool(bitsMin, pool)
+		if kind != "random" {
+			n, want = 20000, bitsPool(bitsMin, pool)*20000/bitsMin
+		}
 		t.Run(kind, func(t *testing.T) {
 			g := newVecGen(kind, 9, dims)
 			x := newVectorIndex(dims, -1)
