@@ -3,11 +3,14 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/sourcegraph/conc"
 )
 
 // A search ranks the int8 codes of the whole namespace, keeps a pool of the
@@ -131,26 +134,64 @@ func (s *Shard) exactScores(ctx context.Context, q *quantQuery, cands []vecCand,
 	if rowids = s.index.scoreExact(q, rowids, exact); len(rowids) == 0 {
 		return nil
 	}
-	unit := make([]float32, len(q.unit))
-	buf := make([]float32, 0, len(q.unit))
-	score := func(rowid int64, blob []byte) error {
+	plain := s.vec.Load().plain()
+	var st *sql.Stmt
+	if !plain {
 		var err error
-		if buf, err = decodeVector(buf[:0], blob); err != nil || len(buf) != len(q.unit) {
-			return fmt.Errorf("vector of rowid %d: %d floats, want %d: %w", rowid, len(buf), len(q.unit), ErrDims)
+		if st, err = s.index.pointStmt(ctx, s.r); err != nil {
+			return fmt.Errorf("read vectors: %w", err)
 		}
-		normalizeInto(unit, buf)
-		exact[rowid] = dot(q.unit, unit)
-		return nil
 	}
-	if s.vec.Load().plain() {
-		return readPlainVectors(ctx, s.r, rowids, score)
+	// Reads of more than rescoreSplit vectors are split over two readers
+	// side by side: each vec0 point query waits on SQLite's pages, not on a
+	// core (53 reads of a top 40 took 1.4 ms of a 6 ms search in one).
+	parts := [][]int64{rowids}
+	if len(rowids) > rescoreSplit {
+		h := len(rowids) / 2
+		parts = [][]int64{rowids[:h], rowids[h:]}
 	}
-	st, err := s.index.pointStmt(ctx, s.r)
-	if err != nil {
-		return fmt.Errorf("read vectors: %w", err)
+	scores := make([][]scored, len(parts))
+	var wg conc.WaitGroup
+	errs := make([]error, len(parts))
+	for i, part := range parts {
+		read := func() {
+			unit := make([]float32, len(q.unit))
+			buf := make([]float32, 0, len(q.unit))
+			score := func(rowid int64, blob []byte) error {
+				var err error
+				if buf, err = decodeVector(buf[:0], blob); err != nil || len(buf) != len(q.unit) {
+					return fmt.Errorf("vector of rowid %d: %d floats, want %d: %w", rowid, len(buf), len(q.unit), ErrDims)
+				}
+				normalizeInto(unit, buf)
+				scores[i] = append(scores[i], scored{rowid: rowid, score: dot(q.unit, unit)})
+				return nil
+			}
+			if plain {
+				errs[i] = readPlainVectors(ctx, s.r, part, score)
+			} else {
+				errs[i] = readVec0Vectors(ctx, st, part, score)
+			}
+		}
+		if len(parts) == 1 {
+			read()
+		} else {
+			wg.Go(read)
+		}
 	}
-	return readVec0Vectors(ctx, st, rowids, score)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, part := range scores {
+		for _, sc := range part {
+			exact[sc.rowid] = sc.score
+		}
+	}
+	return nil
 }
+
+// rescoreSplit is the most vectors exactScores reads on one connection.
+const rescoreSplit = 24
 
 // pointStmt returns sqlVecPoint prepared on db, preparing it on first use
 // (about 30 µs a search saved). database/sql closes it with db's
