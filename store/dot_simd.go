@@ -21,6 +21,7 @@ func init() {
 	if archsimd.X86.AVX512() && archsimd.X86.AVX512VPOPCNTDQ() {
 		bitCounts = bitCountsAVX512
 	}
+
 }
 
 // dotAVX2 is the inner product of a and b (len(b) >= len(a)) with four

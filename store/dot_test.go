@@ -1,8 +1,10 @@
 package store
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -100,5 +102,62 @@ func BenchmarkDot(b *testing.B) {
 			}
 			_ = s
 		})
+	}
+}
+
+// TestDotI8ManyMatchesGeneric checks the run and position kernels in use
+// (AVX2 where built and supported) against the scalar dot product one
+// vector at a time, for dims around the SIMD steps and with codes at the
+// extremes.
+func TestDotI8ManyMatchesGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, dims := range []int{1, 31, 64, 100, 128, 192, 384, 385, 1536, 3000} {
+		for _, extreme := range []bool{false, true} {
+			code := func() int8 {
+				if extreme {
+					return 127 * int8(1-2*r.IntN(2))
+				}
+				return int8(r.IntN(255) - 127)
+			}
+			q := make([]int8, dims)
+			abs := make([]uint8, dims)
+			for i := range q {
+				q[i] = code()
+				if i%17 == 0 {
+					q[i] = 0
+				}
+				abs[i] = uint8(max(q[i], -q[i]))
+			}
+			const n = 37
+			x := newVectorIndex(dims, -1)
+			var ops []indexOp
+			for i := range n {
+				v := make([]float32, dims)
+				for d := range v {
+					v[d] = float32(code())
+				}
+				ops = append(ops, indexOp{add: true, ns: "ns", rowid: int64(i + 1), entry: vecEntry{id: fmt.Sprint(i), vec: v}})
+			}
+			x.apply(ops)
+			sp := x.spaces["ns"]
+			codes := sp.blocks[0]
+			want := make([]int32, n)
+			for j := range want {
+				want[j] = dotI8Generic(abs, q, codes[j*dims:])
+			}
+			got := make([]int32, n)
+			dotI8Many(abs, q, codes, dims, got)
+			if !slices.Equal(got, want) {
+				t.Fatalf("dotI8Many (%s), dims %d extreme=%v: %v, want %v", dotKind, dims, extreme, got[:3], want[:3])
+			}
+			pos := []int32{36, 0, 5, 5, 20}
+			got = make([]int32, len(pos))
+			dotI8Pos(abs, q, sp, pos, dims, got)
+			for j, p := range pos {
+				if got[j] != want[p] {
+					t.Fatalf("dotI8Pos (%s), dims %d extreme=%v, position %d: %d, want %d", dotKind, dims, extreme, p, got[j], want[p])
+				}
+			}
+		}
 	}
 }
