@@ -678,16 +678,19 @@ func (t *kwTop) push(it kwHit) bool {
 // sorted returns the held hits best first.
 func (t *kwTop) sorted() []kwHit {
 	out := slices.Clone(t.h)
-	slices.SortFunc(out, func(a, b kwHit) int {
-		switch {
-		case kwWorse(b, a):
-			return -1
-		case kwWorse(a, b):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, kwBestFirst)
 	return out
+}
+
+// kwBestFirst orders hits best first (the order of kwWorse, reversed).
+func kwBestFirst(a, b kwHit) int {
+	switch {
+	case kwWorse(b, a):
+		return -1
+	case kwWorse(a, b):
+		return 1
+	}
+	return 0
 }
 
 // kwStats are the index's figures (tests, status).

@@ -35,15 +35,7 @@ func exhaustiveTop(x *kwIndex, q kwQuery) []kwHit {
 			all = append(all, kwHit{rowid: sp.rowids[d], score: score * s.boost(sp, d)})
 		}
 	}
-	slices.SortFunc(all, func(a, b kwHit) int {
-		switch {
-		case kwWorse(b, a):
-			return -1
-		case kwWorse(a, b):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(all, kwBestFirst)
 	return all[:min(len(all), q.limit)]
 }
 

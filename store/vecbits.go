@@ -190,8 +190,12 @@ func newBitQuery(r *bitRotation, unit []float32) *bitQuery {
 // <r, s> = 2·Σ_{j: b_j} r_j − Σ r_j, with Σ_{j: b_j} r_j ≈ lo·pop +
 // step·Σ_k 2^k·popcount(b & plane_k).
 func (q *bitQuery) estimate(b []uint64, pop uint16, inv float32) float32 {
-	p0, p1, p2, p3 := q.planes[0], q.planes[1], q.planes[2], q.planes[3]
-	p0, p1, p2, p3 = p0[:len(b)], p1[:len(b)], p2[:len(b)], p3[:len(b)]
+	return q.fromCount(q.count(b), pop, inv)
+}
+
+// count is Σ_k 2^k·popcount(b & plane_k).
+func (q *bitQuery) count(b []uint64) int32 {
+	p0, p1, p2, p3 := q.planes[0][:len(b)], q.planes[1][:len(b)], q.planes[2][:len(b)], q.planes[3][:len(b)]
 	var c0, c1, c2, c3 int
 	for w, x := range b {
 		c0 += bits.OnesCount64(x & p0[w])
@@ -199,8 +203,12 @@ func (q *bitQuery) estimate(b []uint64, pop uint16, inv float32) float32 {
 		c2 += bits.OnesCount64(x & p2[w])
 		c3 += bits.OnesCount64(x & p3[w])
 	}
-	s := c0 + 2*c1 + 4*c2 + 8*c3
-	return (2*(q.lo*float32(pop)+q.step*float32(s)) - q.sum) * inv
+	return int32(c0 + 2*c1 + 4*c2 + 8*c3)
+}
+
+// fromCount is the estimate of a vector whose count is c.
+func (q *bitQuery) fromCount(c int32, pop uint16, inv float32) float32 {
+	return (2*(q.lo*float32(pop)+q.step*float32(c)) - q.sum) * inv
 }
 
 // bitsRun is how many vectors bitsEstimate counts in one bitCounts call.
@@ -213,16 +221,7 @@ var bitCounts = bitCountsGeneric
 
 func bitCountsGeneric(q *bitQuery, sp *vecSpace, lo, words int, out []int32) {
 	for j := range out {
-		b := sp.sketch(lo+j, words)
-		p0, p1, p2, p3 := q.planes[0][:len(b)], q.planes[1][:len(b)], q.planes[2][:len(b)], q.planes[3][:len(b)]
-		var c0, c1, c2, c3 int
-		for w, x := range b {
-			c0 += bits.OnesCount64(x & p0[w])
-			c1 += bits.OnesCount64(x & p1[w])
-			c2 += bits.OnesCount64(x & p2[w])
-			c3 += bits.OnesCount64(x & p3[w])
-		}
-		out[j] = int32(c0 + 2*c1 + 4*c2 + 8*c3)
+		out[j] = q.count(sp.sketch(lo+j, words))
 	}
 }
 
@@ -237,7 +236,7 @@ func (sp *vecSpace) bitsEstimate(q *bitQuery, words, lo, hi int, est []float32) 
 		bitCounts(q, sp, i, words, run)
 		for j, c := range run {
 			p := i + j
-			est[p] = (2*(q.lo*float32(sp.bitPop[p])+q.step*float32(c)) - q.sum) * sp.bitInv[p]
+			est[p] = q.fromCount(c, sp.bitPop[p], sp.bitInv[p])
 		}
 		i = end
 	}

@@ -184,7 +184,7 @@ func TestBitCountsMatchGeneric(t *testing.T) {
 			}
 			for j := range n {
 				b := sp.sketch(lo+j, rot.words)
-				if e, w := q.estimate(b, sp.bitPop[lo+j], sp.bitInv[lo+j]), (2*(q.lo*float32(sp.bitPop[lo+j])+q.step*float32(got[j]))-q.sum)*sp.bitInv[lo+j]; e != w {
+				if e, w := q.estimate(b, sp.bitPop[lo+j], sp.bitInv[lo+j]), q.fromCount(got[j], sp.bitPop[lo+j], sp.bitInv[lo+j]); e != w {
 					t.Fatalf("dims %d, position %d: estimate %v, from the counts %v", dims, lo+j, e, w)
 				}
 			}
