@@ -89,7 +89,10 @@ type kwSpace struct {
 	post       map[uint32]*kwPost
 	ndead      int
 	// norm caches kwLenNorm of every doc for one avgdl (kwrank.go); it is
-	// reset when docs are renumbered.
+	// reset when docs are renumbered. Searches fill it (8 bytes a doc, on
+	// the first search with more postings than docs), so it is left out of
+	// the index's bytes in Stats: two replicas of one shard report the
+	// same index whatever searches each has served.
 	norm atomic.Pointer[kwNorm]
 }
 
@@ -725,9 +728,6 @@ func (x *kwIndex) stats() kwStats {
 	}
 	for _, sp := range x.byNS {
 		st.bytes += int64(cap(sp.rowids)) * kwRowBytes
-		if nm := sp.norm.Load(); nm != nil {
-			st.bytes += int64(cap(nm.n)) * 8
-		}
 		for _, p := range sp.post {
 			st.postings += int64(len(p.docs))
 			st.bytes += kwPostBytes + int64(cap(p.docs))*4 + int64(cap(p.f2))*2
