@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -240,6 +241,75 @@ func (sp *vecSpace) bitsEstimate(q *bitQuery, words, lo, hi int, est []float32) 
 		}
 		i = end
 	}
+}
+
+// growSketch adds the slot of one more vector to the sketch arrays.
+func (sp *vecSpace) growSketch(dims int) {
+	words := rotationFor(dims).words
+	i := len(sp.bitPop)
+	if i%blockVecs == 0 {
+		// A new block; the first one grows, later ones start full size.
+		c := words
+		if i > 0 {
+			c = blockVecs * words
+		}
+		sp.bits = append(sp.bits, make([]uint64, 0, c))
+	}
+	w := &sp.bits[len(sp.bits)-1]
+	*w = append(*w, make([]uint64, words)...)
+	sp.bitPop = append(sp.bitPop, 0)
+	sp.bitInv = append(sp.bitInv, 0)
+}
+
+// sketchAt computes the sketch of the vector at position i from its int8
+// codes (the unit vector to within half a quantization step a coordinate,
+// far below what one bit a coordinate resolves), so a sketch can be made
+// at any time from what the index holds. scratch, if not nil, holds 2·d
+// float32.
+func (sp *vecSpace) sketchAt(i, dims int, scratch []float32) {
+	r := rotationFor(dims)
+	if scratch == nil {
+		p := sketchScratch.Get().(*[]float32)
+		defer sketchScratch.Put(p)
+		if len(*p) < 2*r.d {
+			*p = make([]float32, 2*r.d)
+		}
+		scratch = *p
+	}
+	v := scratch[:dims]
+	for j, c := range sp.vec(i, dims) {
+		v[j] = float32(c)
+	}
+	sp.bitPop[i], sp.bitInv[i] = r.sketchInto(sp.sketch(i, r.words), v, scratch)
+}
+
+// sketchScratch holds the scratch vectors of sketchAt.
+var sketchScratch = sync.Pool{New: func() any { return new([]float32) }}
+
+// buildSketches makes the sketch of every vector of the space and keeps
+// it from then on (sketched), split over GOMAXPROCS goroutines: once a
+// namespace's life, when it reaches bitsMin vectors (about 0.2 s for
+// 150,000 384-dim vectors on two cores), under the index's write lock.
+func (sp *vecSpace) buildSketches(dims int) {
+	n := len(sp.rowids)
+	for range n {
+		sp.growSketch(dims)
+	}
+	sp.sketched = true
+	parts := max(1, runtime.GOMAXPROCS(0))
+	step := (n + parts - 1) / parts
+	var wg conc.WaitGroup
+	for lo := 0; lo < n; lo += step {
+		hi := min(lo+step, n)
+		wg.Go(func() {
+			r := rotationFor(dims)
+			scratch := make([]float32, 2*r.d)
+			for i := lo; i < hi; i++ {
+				sp.sketchAt(i, dims, scratch)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // sketch returns the bits of the vector at position i.

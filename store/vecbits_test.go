@@ -110,6 +110,9 @@ func TestBitSketchRecall(t *testing.T) {
 				ops[i] = indexOp{add: true, ns: "ns", rowid: rows[i].rowid, entry: vecEntry{id: rows[i].id, vec: rows[i].vec}}
 			}
 			x.apply(ops)
+			if sp := x.spaces["ns"]; !sp.sketched { // below bitsMin
+				sp.buildSketches(dims)
+			}
 			units := make([][]float32, n)
 			for i := range rows {
 				units[i] = make([]float32, dims)
@@ -171,6 +174,7 @@ func TestBitCountsMatchGeneric(t *testing.T) {
 		}
 		x.apply(ops)
 		sp := x.spaces["ns"]
+		sp.buildSketches(dims)
 		unit := make([]float32, dims)
 		normalizeInto(unit, randVec(r, dims))
 		q := newBitQuery(rot, unit)
@@ -245,4 +249,70 @@ func TestVectorSearchThroughSketch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSketchBuiltOnceANamespaceGrows: a space below bitsMin keeps no
+// sketch; the add that takes it to bitsMin sketches every vector, later
+// adds, replacements and swap-removes keep each position's sketch that of
+// its own codes, and a space that shrinks below bitsMin again keeps it.
+func TestSketchBuiltOnceANamespaceGrows(t *testing.T) {
+	const dims = bitsMinDims
+	defer func(m int) { bitsMin = m }(bitsMin)
+	bitsMin = 1000
+	r := rand.New(rand.NewPCG(13, 14))
+	x := newVectorIndex(dims, -1)
+	add := func(lo, hi int) {
+		var ops []indexOp
+		for i := lo; i < hi; i++ {
+			ops = append(ops, indexOp{add: true, ns: "ns", rowid: int64(i + 1), entry: vecEntry{id: fmt.Sprint(i), vec: randVec(r, dims)}})
+		}
+		x.apply(ops)
+	}
+	remove := func(rowids ...int64) {
+		var ops []indexOp
+		for _, id := range rowids {
+			ops = append(ops, indexOp{ns: "ns", rowid: id})
+		}
+		x.apply(ops)
+	}
+	inStep := func(when string) {
+		t.Helper()
+		sp := x.spaces["ns"]
+		if !sp.sketched {
+			t.Fatalf("%s: not sketched", when)
+		}
+		rot := rotationFor(dims)
+		if len(sp.bitPop) != len(sp.rowids) || len(sp.bitInv) != len(sp.rowids) {
+			t.Fatalf("%s: %d pops, %d norms for %d vectors", when, len(sp.bitPop), len(sp.bitInv), len(sp.rowids))
+		}
+		want := &vecSpace{blocks: sp.blocks, rowids: sp.rowids, bits: [][]uint64{}}
+		want.buildSketches(dims)
+		for i := range sp.rowids {
+			if !slices.Equal(sp.sketch(i, rot.words), want.sketch(i, rot.words)) || sp.bitPop[i] != want.bitPop[i] || sp.bitInv[i] != want.bitInv[i] {
+				t.Fatalf("%s: the sketch at position %d is not that of its codes", when, i)
+			}
+		}
+	}
+	add(0, 999)
+	if sp := x.spaces["ns"]; sp.sketched || len(sp.bits) != 0 || len(sp.bitPop) != 0 {
+		t.Fatalf("999 vectors: sketched %v with %d blocks, want none", sp.sketched, len(sp.bits))
+	}
+	add(999, 1000)
+	inStep("at bitsMin")
+	add(1000, blockVecs+500) // across a block
+	add(10, 20)              // replacements
+	inStep("after adds and replacements")
+	remove(1, 500, int64(blockVecs+500), 7)
+	inStep("after swap-removes")
+	var all []int64
+	for i := 100; i < blockVecs+500; i++ {
+		all = append(all, int64(i+1))
+	}
+	remove(all...)
+	if n := len(x.spaces["ns"].rowids); n >= bitsMin {
+		t.Fatalf("%d vectors left, want fewer than bitsMin", n)
+	}
+	inStep("shrunk below bitsMin")
+	add(20000, 20010)
+	inStep("grown again")
 }

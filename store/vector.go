@@ -67,10 +67,14 @@ type vecSpace struct {
 
 	// The 1-bit sketch of each vector (vecbits.go): its sign bits, in
 	// blocks of blockVecs like the codes, how many are set, and its
-	// inverse L1 norm after the rotation.
-	bits   [][]uint64
-	bitPop []uint16
-	bitInv []float32
+	// inverse L1 norm after the rotation. Kept once sketched is set: when
+	// the space first grows to bitsMin vectors (a namespace that never
+	// does pays neither the bytes nor the time), and from then on, also
+	// should it shrink again.
+	sketched bool
+	bits     [][]uint64
+	bitPop   []uint16
+	bitInv   []float32
 }
 
 // vecEntry is one vector with the metadata the index keeps.
@@ -175,18 +179,9 @@ func (sp *vecSpace) add(rowid int64, e *vecEntry, dims int) {
 		}
 		b := &sp.blocks[len(sp.blocks)-1]
 		*b = append(*b, make([]int8, dims)...)
-		words := rotationFor(dims).words
-		if i%blockVecs == 0 {
-			c := words
-			if i > 0 {
-				c = blockVecs * words
-			}
-			sp.bits = append(sp.bits, make([]uint64, 0, c))
+		if sp.sketched {
+			sp.growSketch(dims)
 		}
-		w := &sp.bits[len(sp.bits)-1]
-		*w = append(*w, make([]uint64, words)...)
-		sp.bitPop = append(sp.bitPop, 0)
-		sp.bitInv = append(sp.bitInv, 0)
 	}
 	sp.ids[i] = e.id
 	sp.sessionKeys[i] = unique.Make(e.sessionKey)
@@ -196,17 +191,13 @@ func (sp *vecSpace) add(rowid int64, e *vecEntry, dims int) {
 	sp.tsStart[i] = e.tsStart
 	sp.tsEnd[i] = e.tsEnd
 	sp.scales[i] = quantizeInto(sp.vec(i, dims), e.vec)
-	r := rotationFor(dims)
-	scratch := sketchScratch.Get().(*[]float32)
-	if len(*scratch) < 2*r.d {
-		*scratch = make([]float32, 2*r.d)
+	switch {
+	case sp.sketched:
+		sp.sketchAt(i, dims, nil)
+	case !ok && useSketch(len(sp.rowids), dims):
+		sp.buildSketches(dims)
 	}
-	sp.bitPop[i], sp.bitInv[i] = r.sketchInto(sp.sketch(i, r.words), e.vec, *scratch)
-	sketchScratch.Put(scratch)
 }
-
-// sketchScratch holds the scratch vectors of sketchInto.
-var sketchScratch = sync.Pool{New: func() any { return new([]float32) }}
 
 // remove swap-removes rowid: the last vector moves into its place.
 func (sp *vecSpace) remove(rowid int64, dims int) {
@@ -226,9 +217,11 @@ func (sp *vecSpace) remove(rowid int64, dims int) {
 		sp.tsStart[i] = sp.tsStart[last]
 		sp.tsEnd[i] = sp.tsEnd[last]
 		copy(sp.vec(i, dims), sp.vec(last, dims))
-		words := rotationFor(dims).words
-		copy(sp.sketch(i, words), sp.sketch(last, words))
-		sp.bitPop[i], sp.bitInv[i] = sp.bitPop[last], sp.bitInv[last]
+		if sp.sketched {
+			words := rotationFor(dims).words
+			copy(sp.sketch(i, words), sp.sketch(last, words))
+			sp.bitPop[i], sp.bitInv[i] = sp.bitPop[last], sp.bitInv[last]
+		}
 		sp.pos[sp.rowids[i]] = i
 	}
 	delete(sp.pos, rowid)
@@ -247,6 +240,9 @@ func (sp *vecSpace) remove(rowid int64, dims int) {
 	if len(sp.blocks[lb]) == 0 && lb > 0 {
 		sp.blocks[lb] = nil
 		sp.blocks = sp.blocks[:lb]
+	}
+	if !sp.sketched {
+		return
 	}
 	words := rotationFor(dims).words
 	sp.bits[lb] = sp.bits[lb][:len(sp.bits[lb])-words]
@@ -384,7 +380,7 @@ func (x *vectorIndex) candidates(ns string, q *quantQuery, vf *vecFilter, pool i
 	}
 	var heaps []topK
 	switch {
-	case !vf.any && useSketch(n, x.dims):
+	case !vf.any && sp.sketched && useSketch(n, x.dims):
 		heaps = []topK{sp.scanSketch(q, rotationFor(x.dims), n, pool, bitsPool(n, pool), parts, x.dims)}
 	case parts == 1:
 		heaps = make([]topK, 1)
