@@ -27,6 +27,9 @@ import (
 // <r, s/√D> / <R·v, s/√D>), and <r, s> is computed with popcounts against
 // r quantized to 4 bits a coordinate (bit-planes).
 //
+// The sketch is made from the int8 codes (sketchAt), for a whole namespace
+// once it reaches bitsMin vectors (buildSketches) and at every add after.
+//
 // The sketch only chooses candidates: the int8 scores of the chosen ones
 // rank them as the plain int8 scan would, and the best of those are
 // rescored with their float32 vectors (vecquant_rescore.go). A vector the
@@ -38,9 +41,9 @@ import (
 // the sketch. Below it the int8 scan of the whole namespace costs about
 // what the sketch and the scattered int8 reads of its pool do: in process
 // on this project's 2-core box, 100,000 random 384-dim vectors took
-// 2.2–2.7 ms through the sketch against 2.0–2.7 ms for the int8 scan;
-// 200,000 took 3.1–3.3 against 3.7–4.1, and 1,000,000 23–32 against 40–46
-// (BENCHMARKS.md). (A variable so that a test can lower it.)
+// 2.2–3.0 ms through the sketch against 2.0–2.9 ms for the int8 scan;
+// 200,000 took 3.1–3.3 against 3.7–4.1, and 1,000,000 12.6–13.0 against
+// 24.8–25.5 (BENCHMARKS.md). (A variable so that a test can lower it.)
 var bitsMin = 150000
 
 // bitsMinDims is the fewest dimensions a sketch is used at: fewer bits
@@ -128,7 +131,8 @@ func whtFrom8Generic(dst []float32, inv float32) {
 
 // sketchInto writes the sign bits of the rotated unit vector of v into dst
 // (words uint64) and returns how many are set and 1/Σ|(R·v)_j| (0 for a
-// zero vector). scratch holds 2·d float32.
+// zero vector). scratch holds 2·d float32; v may be scratch[:dims] (it is
+// normalised in place there).
 func (r *bitRotation) sketchInto(dst []uint64, v, scratch []float32) (pop uint16, inv float32) {
 	unit, rot := scratch[:r.dims], scratch[r.d:2*r.d]
 	normalizeInto(unit, v)
@@ -288,8 +292,9 @@ var sketchScratch = sync.Pool{New: func() any { return new([]float32) }}
 
 // buildSketches makes the sketch of every vector of the space and keeps
 // it from then on (sketched), split over GOMAXPROCS goroutines: once a
-// namespace's life, when it reaches bitsMin vectors (about 0.2 s for
-// 150,000 384-dim vectors on two cores), under the index's write lock.
+// namespace's life, when it reaches bitsMin vectors (150,000 sketches of
+// about 2.7 µs each at 384 dims, spread over the cores), under the index's
+// write lock.
 func (sp *vecSpace) buildSketches(dims int) {
 	n := len(sp.rowids)
 	for range n {
