@@ -7,8 +7,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-
-	"github.com/sourcegraph/conc"
 )
 
 // The 1-bit sketch: a first stage in front of the int8 scan for large
@@ -249,18 +247,7 @@ func (sp *vecSpace) bitsEstimate(q *bitQuery, words, lo, hi int, est []float32) 
 
 // growSketch adds the slot of one more vector to the sketch arrays.
 func (sp *vecSpace) growSketch(dims int) {
-	words := rotationFor(dims).words
-	i := len(sp.bitPop)
-	if i%blockVecs == 0 {
-		// A new block; the first one grows, later ones start full size.
-		c := words
-		if i > 0 {
-			c = blockVecs * words
-		}
-		sp.bits = append(sp.bits, make([]uint64, 0, c))
-	}
-	w := &sp.bits[len(sp.bits)-1]
-	*w = append(*w, make([]uint64, words)...)
+	growBlocks(&sp.bits, len(sp.bitPop), rotationFor(dims).words)
 	sp.bitPop = append(sp.bitPop, 0)
 	sp.bitInv = append(sp.bitInv, 0)
 }
@@ -301,20 +288,12 @@ func (sp *vecSpace) buildSketches(dims int) {
 		sp.growSketch(dims)
 	}
 	sp.sketched = true
-	parts := max(1, runtime.GOMAXPROCS(0))
-	step := (n + parts - 1) / parts
-	var wg conc.WaitGroup
-	for lo := 0; lo < n; lo += step {
-		hi := min(lo+step, n)
-		wg.Go(func() {
-			r := rotationFor(dims)
-			scratch := make([]float32, 2*r.d)
-			for i := lo; i < hi; i++ {
-				sp.sketchAt(i, dims, scratch)
-			}
-		})
-	}
-	wg.Wait()
+	forParts(n, runtime.GOMAXPROCS(0), func(_, lo, hi int) {
+		scratch := make([]float32, 2*rotationFor(dims).d)
+		for i := lo; i < hi; i++ {
+			sp.sketchAt(i, dims, scratch)
+		}
+	})
 }
 
 // sketch returns the bits of the vector at position i.
@@ -329,18 +308,7 @@ func (sp *vecSpace) sketch(i, words int) []uint64 {
 // from a sorted sample of est, and keeps every position at or above it,
 // lowering the threshold when too few are.
 func (sp *vecSpace) bitsCandidates(q *bitQuery, words, n, want int, est []float32, parts int) []int32 {
-	if parts < 2 || n < parallelScanMin {
-		parts = 1
-	}
-	step := (n + parts - 1) / parts
-	var wg conc.WaitGroup
-	for p := 0; p < parts; p++ {
-		lo, hi := p*step, min((p+1)*step, n)
-		wg.Go(func() {
-			sp.bitsEstimate(q, words, lo, hi, est)
-		})
-	}
-	wg.Wait()
+	forParts(n, parts, func(_, lo, hi int) { sp.bitsEstimate(q, words, lo, hi, est) })
 	if want >= n {
 		out := make([]int32, n)
 		for i := range out {
@@ -389,19 +357,12 @@ func (sp *vecSpace) scanSketch(q *quantQuery, r *bitRotation, n, limit, want, pa
 	pos := sp.bitsCandidates(newBitQuery(r, q.unit), r.words, n, want, (*est)[:n], parts)
 	estScratch.Put(est)
 	dots := make([]int32, len(pos))
-	if parts < 2 || len(pos) < 2048 {
-		dotI8Pos(q.abs, q.codes, sp, pos, dims, dots)
-	} else {
-		// The pool's codes are scattered over the namespace: each vector a
-		// few cache misses, which the cores wait on side by side.
-		var wg conc.WaitGroup
-		step := (len(pos) + parts - 1) / parts
-		for lo := 0; lo < len(pos); lo += step {
-			hi := min(lo+step, len(pos))
-			wg.Go(func() { dotI8Pos(q.abs, q.codes, sp, pos[lo:hi], dims, dots[lo:hi]) })
-		}
-		wg.Wait()
+	if len(pos) < 2048 {
+		parts = 1
 	}
+	// The pool's codes are scattered over the namespace: each vector a few
+	// cache misses, which the cores wait on side by side.
+	forParts(len(pos), parts, func(_, lo, hi int) { dotI8Pos(q.abs, q.codes, sp, pos[lo:hi], dims, dots[lo:hi]) })
 	h := topK{limit: limit, items: make([]scored, 0, min(limit, len(pos)))}
 	for j, p := range pos {
 		score := float32(dots[j]) * sp.scales[p] * q.scale

@@ -9,8 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/sourcegraph/conc"
 )
 
 // A search ranks the int8 codes of the whole namespace, keeps a pool of the
@@ -145,40 +143,30 @@ func (s *Shard) exactScores(ctx context.Context, q *quantQuery, cands []vecCand,
 	// Reads of more than rescoreSplit vectors are split over two readers
 	// side by side: each vec0 point query waits on SQLite's pages, not on a
 	// core (53 reads of a top 40 took 1.4 ms of a 6 ms search in one).
-	parts := [][]int64{rowids}
+	parts := 1
 	if len(rowids) > rescoreSplit {
-		h := len(rowids) / 2
-		parts = [][]int64{rowids[:h], rowids[h:]}
+		parts = 2
 	}
-	scores := make([][]scored, len(parts))
-	var wg conc.WaitGroup
-	errs := make([]error, len(parts))
-	for i, part := range parts {
-		read := func() {
-			unit := make([]float32, len(q.unit))
-			buf := make([]float32, 0, len(q.unit))
-			score := func(rowid int64, blob []byte) error {
-				var err error
-				if buf, err = decodeVector(buf[:0], blob); err != nil || len(buf) != len(q.unit) {
-					return fmt.Errorf("vector of rowid %d: %d floats, want %d: %w", rowid, len(buf), len(q.unit), ErrDims)
-				}
-				normalizeInto(unit, buf)
-				scores[i] = append(scores[i], scored{rowid: rowid, score: dot(q.unit, unit)})
-				return nil
+	scores := make([][]scored, parts)
+	errs := make([]error, parts)
+	forParts(len(rowids), parts, func(p, lo, hi int) {
+		unit := make([]float32, len(q.unit))
+		buf := make([]float32, 0, len(q.unit))
+		score := func(rowid int64, blob []byte) error {
+			var err error
+			if buf, err = decodeVector(buf[:0], blob); err != nil || len(buf) != len(q.unit) {
+				return fmt.Errorf("vector of rowid %d: %d floats, want %d: %w", rowid, len(buf), len(q.unit), ErrDims)
 			}
-			if plain {
-				errs[i] = readPlainVectors(ctx, s.r, part, score)
-			} else {
-				errs[i] = readVec0Vectors(ctx, st, part, score)
-			}
+			normalizeInto(unit, buf)
+			scores[p] = append(scores[p], scored{rowid: rowid, score: dot(q.unit, unit)})
+			return nil
 		}
-		if len(parts) == 1 {
-			read()
+		if plain {
+			errs[p] = readPlainVectors(ctx, s.r, rowids[lo:hi], score)
 		} else {
-			wg.Go(read)
+			errs[p] = readVec0Vectors(ctx, st, rowids[lo:hi], score)
 		}
-	}
-	wg.Wait()
+	})
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

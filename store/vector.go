@@ -169,16 +169,7 @@ func (sp *vecSpace) add(rowid int64, e *vecEntry, dims int) {
 		sp.dirPaths = append(sp.dirPaths, unique.Handle[string]{})
 		sp.tsStart = append(sp.tsStart, 0)
 		sp.tsEnd = append(sp.tsEnd, 0)
-		if i%blockVecs == 0 {
-			// A new block; the first one grows, later ones start full size.
-			c := dims
-			if i > 0 {
-				c = blockVecs * dims
-			}
-			sp.blocks = append(sp.blocks, make([]int8, 0, c))
-		}
-		b := &sp.blocks[len(sp.blocks)-1]
-		*b = append(*b, make([]int8, dims)...)
+		growBlocks(&sp.blocks, i, dims)
 		if sp.sketched {
 			sp.growSketch(dims)
 		}
@@ -235,23 +226,56 @@ func (sp *vecSpace) remove(rowid int64, dims int) {
 	sp.dirPaths = sp.dirPaths[:last]
 	sp.tsStart = sp.tsStart[:last]
 	sp.tsEnd = sp.tsEnd[:last]
-	lb := len(sp.blocks) - 1
-	sp.blocks[lb] = sp.blocks[lb][:len(sp.blocks[lb])-dims]
-	if len(sp.blocks[lb]) == 0 && lb > 0 {
-		sp.blocks[lb] = nil
-		sp.blocks = sp.blocks[:lb]
-	}
+	shrinkBlocks(&sp.blocks, dims)
 	if !sp.sketched {
 		return
 	}
-	words := rotationFor(dims).words
-	sp.bits[lb] = sp.bits[lb][:len(sp.bits[lb])-words]
-	if len(sp.bits[lb]) == 0 && lb > 0 {
-		sp.bits[lb] = nil
-		sp.bits = sp.bits[:lb]
-	}
+	shrinkBlocks(&sp.bits, rotationFor(dims).words)
 	sp.bitPop = sp.bitPop[:last]
 	sp.bitInv = sp.bitInv[:last]
+}
+
+// growBlocks appends the slot of item i, width elements, to blocks of
+// blockVecs items each: a new block when i starts one (the first block
+// grows, later ones start full size, so none is copied once full).
+func growBlocks[T any](blocks *[][]T, i, width int) {
+	if i%blockVecs == 0 {
+		c := width
+		if i > 0 {
+			c = blockVecs * width
+		}
+		*blocks = append(*blocks, make([]T, 0, c))
+	}
+	b := &(*blocks)[len(*blocks)-1]
+	*b = append(*b, make([]T, width)...)
+}
+
+// shrinkBlocks drops the last item's width elements from blocks, and the
+// last block once it is empty (the first is kept).
+func shrinkBlocks[T any](blocks *[][]T, width int) {
+	lb := len(*blocks) - 1
+	b := &(*blocks)[lb]
+	*b = (*b)[:len(*b)-width]
+	if len(*b) == 0 && lb > 0 {
+		*b = nil
+		*blocks = (*blocks)[:lb]
+	}
+}
+
+// forParts splits [0,n) into parts ranges of about equal size and calls
+// fn(p, lo, hi) for range p of each, on goroutines of their own when there
+// is more than one.
+func forParts(n, parts int, fn func(p, lo, hi int)) {
+	if parts <= 1 {
+		fn(0, 0, n)
+		return
+	}
+	step := (n + parts - 1) / parts
+	var wg conc.WaitGroup
+	for p, lo := 0, 0; lo < n; p, lo = p+1, lo+step {
+		wg.Go(func() { fn(p, lo, min(lo+step, n)) })
+	}
+	wg.Wait()
 }
 
 // normalizeInto writes v scaled to unit length into dst (zeros when v is 0).
@@ -382,18 +406,9 @@ func (x *vectorIndex) candidates(ns string, q *quantQuery, vf *vecFilter, pool i
 	switch {
 	case !vf.any && sp.sketched && useSketch(n, x.dims):
 		heaps = []topK{sp.scanSketch(q, rotationFor(x.dims), n, pool, bitsPool(n, pool), parts, x.dims)}
-	case parts == 1:
-		heaps = make([]topK, 1)
-		heaps[0] = sp.scan(q, vf, 0, n, pool, x.dims)
 	default:
 		heaps = make([]topK, parts)
-		var wg conc.WaitGroup
-		step := (n + parts - 1) / parts
-		for p := 0; p < parts; p++ {
-			lo, hi := p*step, min((p+1)*step, n)
-			wg.Go(func() { heaps[p] = sp.scan(q, vf, lo, hi, pool, x.dims) })
-		}
-		wg.Wait()
+		forParts(n, parts, func(p, lo, hi int) { heaps[p] = sp.scan(q, vf, lo, hi, pool, x.dims) })
 	}
 	all := heaps[0].items
 	for _, h := range heaps[1:] {
