@@ -218,12 +218,10 @@ func (e *Engine) answer(ctx context.Context, shard Searcher, req memindex.Search
 	xs.add("minScore", len(fused), n, fmt.Sprintf("kept hits scoring at least %g", req.MinScore))
 	fused = fused[:n]
 
-	snippets := make(map[string]string, len(kw.cands))
+	snippets := make(map[string]store.Candidate, len(kw.cands)) // the keyword leg's, cut for the hits returned
 	for _, c := range kw.cands {
-		if c.Snippet != "" {
-			if _, ok := snippets[c.ID]; !ok {
-				snippets[c.ID] = c.Snippet
-			}
+		if _, ok := snippets[c.ID]; !ok {
+			snippets[c.ID] = c
 		}
 	}
 	if why := abstention(kw, vec, e.abstainAt()); why != "" && req.Mode != memindex.ModeKeyword {
@@ -405,7 +403,7 @@ func single(cands []store.Candidate, vector bool) []Fused {
 // ran, that is of a source the request excludes, or (a Searcher bug) of
 // another namespace is dropped; dropped counts the last kind, vanished the
 // first.
-func (e *Engine) hydrate(ctx context.Context, s Searcher, req memindex.SearchRequest, fused []Fused, snippets map[string]string, fusion string) (hits []memindex.Hit, dropped, vanished int, err error) {
+func (e *Engine) hydrate(ctx context.Context, s Searcher, req memindex.SearchRequest, fused []Fused, snippets map[string]store.Candidate, fusion string) (hits []memindex.Hit, dropped, vanished int, err error) {
 	hits = make([]memindex.Hit, 0, min(req.K, len(fused)))
 	seen := make(map[string]bool, min(req.K, len(fused)))
 	for len(fused) > 0 && len(hits) < req.K {
@@ -436,7 +434,7 @@ func (e *Engine) hydrate(ctx context.Context, s Searcher, req memindex.SearchReq
 				continue
 			}
 			seen[key] = true
-			hits = append(hits, hit(rec, f, snippets[f.ID], req.Explain, fusion))
+			hits = append(hits, hit(rec, f, snippets[f.ID].SnippetFor(rec.Text), req.Explain, fusion))
 		}
 	}
 	return hits, dropped, vanished, nil

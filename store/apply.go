@@ -316,7 +316,10 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 	if w.prep != nil {
 		toks, tokErr = w.prep.wait()
 	}
-	s.applyKeywordIndex(w.kwOps, toks, tokErr) // last: it posts the batch's chunks
+	s.applyKeywordIndex(w.kwOps, toks, tokErr) // it posts the batch's chunks
+	if b.Seq > s.applied.Load() { // last: a search that reads it sees the batch (sqlSetSeq's max)
+		s.applied.Store(b.Seq)
+	}
 	if s.applyHook != nil {
 		_ = s.applyHook("indexes")
 	}
@@ -600,7 +603,7 @@ func (w *writer) insertChunk(c *Chunk) error {
 		return fmt.Errorf("fts insert: %w", err)
 	}
 	words, _ := fi.words.(string)
-	w.addKWOp(kwOp{add: true, doc: kwDoc{rowid: rowid, ns: c.Namespace, sessionKey: c.SessionKey,
+	w.addKWOp(kwOp{add: true, doc: kwDoc{rowid: rowid, id: c.ID, ns: c.Namespace, sessionKey: c.SessionKey,
 		sessionID: c.SessionID, source: c.Source, dirPath: c.DirPath, tsStart: nanos(c.TimeStart), tsEnd: nanos(c.TimeEnd),
 		head: c.Text, body: fi.body, words: words, ctx: cbody}})
 	w.stats.ChunksInserted++
@@ -653,12 +656,23 @@ func hexToken(prefix byte, s string) string {
 }
 
 // AppliedSeq returns the last stream sequence recorded by Apply (0 for none).
+// A shard's own writer keeps it in memory (a search asks for it each time);
+// a read-only shard, which another process may be writing, reads it from
+// the file.
 func (s *Shard) AppliedSeq(ctx context.Context) (uint64, error) {
 	if err := s.check(); err != nil {
 		return 0, fmt.Errorf("applied seq: %w", err)
 	}
+	if !s.readOnly {
+		return s.applied.Load(), nil
+	}
+	return readAppliedSeq(ctx, s.r)
+}
+
+// readAppliedSeq reads the applied sequence from the file.
+func readAppliedSeq(ctx context.Context, db *sql.DB) (uint64, error) {
 	var v int64
-	if err := s.r.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'applied_seq'`).Scan(&v); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'applied_seq'`).Scan(&v); err != nil {
 		return 0, fmt.Errorf("applied seq: %w", err)
 	}
 	return uint64(v), nil

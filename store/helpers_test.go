@@ -110,3 +110,18 @@ func integrity(tb testing.TB, s *Shard) {
 		tb.Fatalf("fts integrity-check: %v", err)
 	}
 }
+
+// snippetOf is c's snippet as a search returns it: cut from its chunk's
+// stored text (Candidate.SnippetFor).
+func snippetOf(tb testing.TB, s *Shard, c Candidate) string {
+	tb.Helper()
+	recs, err := s.Chunks(context.Background(), []string{c.ID})
+	if err != nil {
+		tb.Fatalf("Chunks(%s): %v", c.ID, err)
+	}
+	rec, ok := recs[c.ID]
+	if !ok {
+		tb.Fatalf("Chunks(%s): not stored", c.ID)
+	}
+	return c.SnippetFor(rec.Text)
+}

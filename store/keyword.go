@@ -28,9 +28,12 @@ const ftsColumns = `{fts_body fts_words fts_ctx}`
 // a query by BuildMatch (no searchable term: no result, no error). Isolation
 // is exact: the MATCH is confined to the namespace's FTS token and every row
 // is checked against chunks.namespace. Score is keywordScore(rank), in
-// [0,1) (see keywordScore); Snippet marks matched terms with « » around a passage of about 16
-// tokens, with … where it was cut; it is always cut from the chunk's own
-// text (for a query with Chinese, Japanese or Korean terms, by cjkSnippet).
+// [0,1) (see keywordScore); the snippet (Candidate.SnippetFor) marks
+// matched terms with « » around a passage of about 16 tokens, with … where
+// it was cut; it is always cut from the chunk's own text (for a query with
+// Chinese, Japanese or Korean terms, by cjkSnippet). Ranked by the keyword
+// index, a candidate's snippet is cut when SnippetFor asks for it; ranked
+// by FTS5, it comes in Snippet.
 // A query made only of stop words of those languages has no term: no
 // result, no error.
 //
@@ -54,7 +57,7 @@ func (s *Shard) KeywordSearch(ctx context.Context, ns, text string, f Filter, li
 	// common terms (a speaker is on half of a chat's lines).
 	names := s.speakers.named(ns, text, terms)
 	if kw := s.kw.Load(); kw != nil {
-		out, err := s.keywordIndexed(ctx, kw, ns, terms, names, f, limit)
+		out, err := s.keywordIndexed(kw, ns, terms, names, f, limit)
 		var why kwUnsupported
 		if !errors.As(err, &why) {
 			return out, err

@@ -138,11 +138,10 @@ func (s *Shard) applyKeywordIndex(ops []kwOp, toks []kwTokens, tokErr error) {
 }
 
 // keywordIndexed is KeywordSearch ranked by the keyword index: every term
-// kept, exactly FTS5's BM25 (kwindex.go, kwrank.go); the chunk ids and the
-// text of the top limit rows come from chunks in one query, their snippets
-// from ftsSnippet. It returns a
+// kept, exactly FTS5's BM25 (kwindex.go, kwrank.go), and no row read (the
+// snippets are cut for the hits returned: hydrateKeyword). It returns a
 // kwUnsupported error when the index cannot rank the query exactly.
-func (s *Shard) keywordIndexed(ctx context.Context, kw *kwIndex, ns string, terms, names []string, f Filter, limit int) ([]Candidate, error) {
+func (s *Shard) keywordIndexed(kw *kwIndex, ns string, terms, names []string, f Filter, limit int) ([]Candidate, error) {
 	for _, n := range names {
 		if len(n) > speakerHeadMax || strings.Contains(n, ": ") {
 			return nil, kwUnsupported(fmt.Sprintf("speaker %q", n))
@@ -161,57 +160,49 @@ func (s *Shard) keywordIndexed(ctx context.Context, kw *kwIndex, ns string, term
 	if len(hits) == 0 {
 		return nil, nil
 	}
-	return s.hydrateKeyword(ctx, tok, hits, terms, toks)
+	return s.hydrateKeyword(hits, terms, toks), nil
 }
 
-// hydrateKeyword reads the chunk ids of hits (best first) and cuts their
-// snippets as FTS5's snippet() would (ftsSnippet), from one lookup of the
-// rows by rowid. A row deleted since the index ranked it is left out.
-func (s *Shard) hydrateKeyword(ctx context.Context, tok *ftsTokenizer, hits []kwHit, terms, toks []string) ([]Candidate, error) {
-	cjk := hasCJKTerm(terms)
-	col := `''`
-	if cjk {
-		col = `c.text`
-	}
-	q := `SELECT c.rowid, c.id, c.fts_body, ` + col + ` FROM chunks c WHERE c.rowid IN (` + placeholders(len(hits)) + `)`
-	args := make([]any, len(hits))
+// hydrateKeyword turns hits (best first) into candidates: their chunk
+// ids are the index's, and their snippets are cut only for the hits a
+// search returns (Candidate.SnippetFor), from the text it loads for them
+// anyway, as FTS5's snippet() would cut them (ftsSnippet). A row deleted
+// since the index ranked it is found missing when loaded (the engine asks
+// its legs again).
+func (s *Shard) hydrateKeyword(hits []kwHit, terms, toks []string) []Candidate {
+	snip := &kwSnipper{terms: terms, toks: toks, cjk: hasCJKTerm(terms)}
+	out := make([]Candidate, len(hits))
 	for i, h := range hits {
-		args[i] = h.rowid
+		out[i] = Candidate{ID: h.id, Score: keywordScore(-h.score), Rank: i + 1, snip: snip}
 	}
-	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("keyword search: %w", err)
-	}
-	defer rows.Close()
-	type found struct{ id, snippet string }
-	got := make(map[int64]found, len(hits))
-	var sc snippetScratch
-	for rows.Next() {
-		var rowid int64
-		var fd found
-		var body, text string
-		if err := rows.Scan(&rowid, &fd.id, &body, &text); err != nil {
-			return nil, fmt.Errorf("keyword search: %w", err)
+	return out
+}
+
+// kwSnipper cuts the snippets of one keyword search's hits.
+type kwSnipper struct {
+	terms, toks []string // the query's terms and their tokens (kwIndex.phrases)
+	cjk         bool     // a term has CJK characters
+}
+
+// cut returns the snippet of the chunk whose text is text: FTS5's of its
+// index form (fts_body), or for a CJK query and text cjkSnippet's; "" if
+// the tokenizer fails (the hit then shows the start of its text).
+func (k *kwSnipper) cut(text string) string {
+	sn := ""
+	if !k.cjk || !hasCJK(text) { // else cjkSnippet cuts it from the text
+		body := text
+		if hasCJK(text) {
+			body = newFTSIndexed(text).body
 		}
-		sn := ""
-		if !cjk || !hasCJK(text) { // else cjkSnippet cuts it from the text
-			if sn, err = sc.snippet(tok, body, toks, snippetOpen, snippetClose, snippetEllips, snippetTokens); err != nil {
-				return nil, fmt.Errorf("keyword search: %w", err)
-			}
+		tok, err := getTokenizer()
+		if err != nil {
+			return ""
 		}
-		fd.snippet = finishSnippet(sn, text, cjk, terms)
-		got[rowid] = fd
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("keyword search: %w", err)
-	}
-	out := make([]Candidate, 0, len(hits))
-	for _, h := range hits {
-		fd, ok := got[h.rowid]
-		if !ok {
-			continue
+		defer putTokenizer(tok)
+		var sc snippetScratch
+		if sn, err = sc.snippet(tok, body, k.toks, snippetOpen, snippetClose, snippetEllips, snippetTokens); err != nil {
+			return ""
 		}
-		out = append(out, Candidate{ID: fd.id, Score: keywordScore(-h.score), Rank: len(out) + 1, Snippet: fd.snippet})
 	}
-	return out, nil
+	return finishSnippet(sn, text, k.cjk, k.terms)
 }

@@ -77,6 +77,7 @@ type kwLoc struct {
 // a removed row stays in the postings, marked dead, until compact.
 type kwSpace struct {
 	rowids     []int64
+	ids        []string // chunks.id of each doc, so a search reads no row for them
 	dlen       []uint32
 	dead       []bool
 	sessionKey []unique.Handle[string]
@@ -110,6 +111,7 @@ type kwPost struct {
 // filters on and the column values chunks_fts indexes.
 type kwDoc struct {
 	rowid                     int64
+	id                        string // chunks.id (adds only)
 	ns, sessionKey, sessionID string
 	source, dirPath           string
 	tsStart, tsEnd            int64
@@ -248,6 +250,7 @@ func (x *kwIndex) insertLocked(d *kwDoc, dt docTokens) error {
 	sp := x.space(d.ns)
 	doc := uint32(len(sp.rowids))
 	sp.rowids = append(sp.rowids, d.rowid)
+	sp.ids = append(sp.ids, d.id)
 	sp.dlen = append(sp.dlen, dt.length)
 	sp.dead = append(sp.dead, false)
 	sp.sessionKey = append(sp.sessionKey, unique.Make(d.sessionKey))
@@ -322,13 +325,15 @@ func (x *kwIndex) compactLocked(sp *kwSpace) {
 			continue
 		}
 		remap[i] = n
-		sp.rowids[n], sp.dlen[n], sp.dead[n] = sp.rowids[i], sp.dlen[i], false
+		sp.rowids[n], sp.ids[n], sp.dlen[n], sp.dead[n] = sp.rowids[i], sp.ids[i], sp.dlen[i], false
 		sp.sessionKey[n], sp.sessionID[n], sp.source[n], sp.dirPath[n], sp.speaker[n] = sp.sessionKey[i], sp.sessionID[i], sp.source[i], sp.dirPath[i], sp.speaker[i]
 		sp.tsStart[n], sp.tsEnd[n] = sp.tsStart[i], sp.tsEnd[i]
 		x.where[sp.rowids[n]] = kwLoc{sp: sp, doc: n}
 		n++
 	}
 	sp.rowids, sp.dlen, sp.dead = slices.Clip(sp.rowids[:n]), slices.Clip(sp.dlen[:n]), slices.Clip(sp.dead[:n])
+	clear(sp.ids[n:]) // the dropped docs' ids go with them
+	sp.ids = slices.Clip(sp.ids[:n])
 	sp.sessionKey, sp.sessionID, sp.source, sp.dirPath, sp.speaker = sp.sessionKey[:n], sp.sessionID[:n], sp.source[:n], sp.dirPath[:n], sp.speaker[:n]
 	sp.tsStart, sp.tsEnd = sp.tsStart[:n], sp.tsEnd[:n]
 	sp.ndead = 0
@@ -355,7 +360,7 @@ func (x *kwIndex) compactLocked(sp *kwSpace) {
 // load fills the index from the shard behind db (a pool at Open, before
 // any write, or a read transaction of the shard).
 func (x *kwIndex) load(ctx context.Context, db queryer) error {
-	rows, err := db.QueryContext(ctx, `SELECT rowid, namespace, session_key, session_id, source, dir_path,
+	rows, err := db.QueryContext(ctx, `SELECT rowid, id, namespace, session_key, session_id, source, dir_path,
 		ts_start, ts_end, substr(text, 1, ?), fts_body, coalesce(fts_words, ''), fts_ctx FROM chunks ORDER BY rowid`, speakerHeadMax+2)
 	if err != nil {
 		return err
@@ -372,7 +377,7 @@ func (x *kwIndex) load(ctx context.Context, db queryer) error {
 	for rows.Next() {
 		var d kwDoc
 		var ts0, ts1 sql.NullInt64
-		if err := rows.Scan(&d.rowid, &d.ns, &d.sessionKey, &d.sessionID, &d.source, &d.dirPath,
+		if err := rows.Scan(&d.rowid, &d.id, &d.ns, &d.sessionKey, &d.sessionID, &d.source, &d.dirPath,
 			&ts0, &ts1, &d.head, &d.body, &d.words, &d.ctx); err != nil {
 			return err
 		}
@@ -393,10 +398,12 @@ type kwPhrase struct {
 	idf float64
 }
 
-// kwHit is a row the index ranked, with its BM25 score (boost applied).
+// kwHit is a row the index ranked, with its BM25 score (boost applied);
+// search fills in its chunk id.
 type kwHit struct {
 	rowid int64
 	score float64
+	id    string
 }
 
 // kwUnsupported says why the index cannot rank a query exactly; FTS5
@@ -477,7 +484,11 @@ func (x *kwIndex) search(q kwQuery) []kwHit {
 	avgdl := float64(x.tokens) / float64(x.rows)
 	sel := newKWSelect(q, avgdl)
 	sel.scan(sp)
-	return sel.result()
+	hits := sel.result()
+	for i := range hits {
+		hits[i].id = sp.ids[x.where[hits[i].rowid].doc]
+	}
+	return hits
 }
 
 // kwSelect ranks the spaces of one search into one top-k.
@@ -705,11 +716,11 @@ type kwStats struct {
 }
 
 // Heap estimates of the index's parts: a row's fields in its space (rowid,
-// length, dead flag, five string handles, two times) and its entry in
-// where; a dictionary entry (string header and map slot, plus the bytes);
+// chunk id header, length, dead flag, five string handles, two times; the
+// id's bytes are counted apart) and its entry in where; a dictionary entry (string header and map slot, plus the bytes);
 // a posting list's header and map slot.
 const (
-	kwRowBytes  = 8 + 4 + 1 + 5*8 + 2*8 + 48
+	kwRowBytes  = 8 + 16 + 4 + 1 + 5*8 + 2*8 + 48
 	kwTermBytes = 16 + 4 + 4 + 40
 	kwPostBytes = 64 + 48
 )
@@ -728,6 +739,9 @@ func (x *kwIndex) stats() kwStats {
 	}
 	for _, sp := range x.byNS {
 		st.bytes += int64(cap(sp.rowids)) * kwRowBytes
+		for _, id := range sp.ids {
+			st.bytes += int64(len(id))
+		}
 		for _, p := range sp.post {
 			st.postings += int64(len(p.docs))
 			st.bytes += kwPostBytes + int64(cap(p.docs))*4 + int64(cap(p.f2))*2

@@ -132,6 +132,26 @@ func (s *Shard) Chunks(ctx context.Context, ids []string) (map[string]ChunkRecor
 	if len(ids) == 0 {
 		return out, nil
 	}
+	if len(ids) <= maxParams {
+		// One statement is one snapshot: enough unless a chunk needs a
+		// second read (a window's message ids, a later piece's first).
+		args := make([]any, len(ids))
+		for i, id := range ids {
+			args[i] = id
+		}
+		if err := readChunks(ctx, s.r, args, out); err != nil {
+			return nil, fmt.Errorf("chunks: %w", err)
+		}
+		second := false
+		for _, c := range out {
+			second = second || needsSecondRead(c)
+		}
+		if !second {
+			return out, nil
+		}
+		clear(out) // read again, all in one transaction
+
+	}
 	tx, err := s.r.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("chunks: %w", err)
@@ -191,9 +211,16 @@ func (s *Shard) Chunks(ctx context.Context, ids []string) (map[string]ChunkRecor
 	return out, tx.Commit()
 }
 
+// needsSecondRead says Chunks reads more for c than readChunks did: the
+// message ids of a multi-message window, or the first piece of a split
+// message.
+func needsSecondRead(c ChunkRecord) bool {
+	return c.Source == "sessions" && (c.Message == nil || c.Part > 0)
+}
+
 // readChunks reads the chunks of ids args into out, a session chunk of one
 // message with that message (whole) and its id.
-func readChunks(ctx context.Context, tx *sql.Tx, args []any, out map[string]ChunkRecord) error {
+func readChunks(ctx context.Context, tx queryer, args []any, out map[string]ChunkRecord) error {
 	rows, err := tx.QueryContext(ctx, `SELECT c.id, c.namespace, c.source, c.session_key, c.session_id,
 		c.seq_start, c.seq_end, c.part, c.text, c.context, c.ts_start, c.ts_end, c.path, c.dir_path,
 		m.seq, m.id, m.role, m.speaker, m.text, m.ts

@@ -259,8 +259,8 @@ func TestKeywordSearchRanking(t *testing.T) {
 	if want := []string{"both", "stem", "one"}; !reflect.DeepEqual(ids, want) && !reflect.DeepEqual(ids, []string{"both", "one", "stem"}) {
 		t.Errorf("KeywordSearch() ids = %v, want both first, then one and stem", ids)
 	}
-	if got[0].Snippet != "«Ana» is «moving» to «Lisbon» next spring" {
-		t.Errorf("snippet = %q", got[0].Snippet)
+	if sn := snippetOf(t, s, got[0]); sn != "«Ana» is «moving» to «Lisbon» next spring" {
+		t.Errorf("snippet = %q", sn)
 	}
 	for _, q := range []string{"", "   ", `"*()^:-`, "zzz"} {
 		if got, err := s.KeywordSearch(ctx, "n", q, Filter{}, 10); err != nil || len(got) != 0 {

@@ -90,7 +90,7 @@ func searchAll(t *testing.T, s *Shard, queries []string) []string {
 		}
 		line := q + ":"
 		for _, c := range got {
-			line += fmt.Sprintf(" %s/%.6f/%s", c.ID, c.Score, c.Snippet)
+			line += fmt.Sprintf(" %s/%.6f/%s", c.ID, c.Score, snippetOf(t, s, c))
 		}
 		out = append(out, line)
 	}

@@ -192,6 +192,10 @@ type Shard struct {
 	// vec is the vector mode (see VectorMode); it changes from sqlite-vec
 	// to go-scan at most once while open, under writeMu.
 	vec atomic.Pointer[vecState]
+	// applied is the applied sequence of a writable shard (AppliedSeq):
+	// read at Open, advanced by Apply once the in-memory indexes hold the
+	// batch.
+	applied atomic.Uint64
 	// vecLoaded says sqlite-vec is loaded on the shard's connections.
 	vecLoaded bool
 	// readOnly: opened with Config.ReadOnly; w is a read-only connection.
@@ -295,6 +299,11 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	if s.ws, err = prepareWriteStmts(ctx, w, s.vec.Load().plain()); err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
+	seq, err := readAppliedSeq(ctx, s.r)
+	if err != nil {
+		return nil, err
+	}
+	s.applied.Store(seq)
 	if err := s.sizes.load(ctx, s.r); err != nil {
 		return nil, fmt.Errorf("load sizes: %w", err)
 	}

@@ -144,10 +144,25 @@ type Filter struct {
 // Candidate is one result of a single leg, best first. Score is in [0,1],
 // higher is better; Rank is 1-based.
 type Candidate struct {
-	ID      string
-	Score   float64
-	Rank    int
-	Snippet string // keyword leg only: the matched passage with terms marked
+	ID    string
+	Score float64
+	Rank  int
+	// Snippet is the keyword leg's matched passage with terms marked, when
+	// the leg cut it; a leg ranked by the keyword index leaves it to
+	// SnippetFor, so that only the hits a search returns are cut.
+	Snippet string
+	// snip cuts the snippet SnippetFor returns (nil: Snippet is it).
+	snip *kwSnipper
+}
+
+// SnippetFor returns c's snippet given its chunk's text (ChunkRecord.Text):
+// Snippet, or the passage the keyword leg would have marked in text
+// (see KeywordSearch), cut now. It is "" for a candidate of the vector leg.
+func (c Candidate) SnippetFor(text string) string {
+	if c.snip == nil || c.Snippet != "" {
+		return c.Snippet
+	}
+	return c.snip.cut(text)
 }
 
 // ChunkRecord is a stored chunk with its provenance, for hydrating hits.
