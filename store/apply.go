@@ -317,7 +317,7 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 		toks, tokErr = w.prep.wait()
 	}
 	s.applyKeywordIndex(w.kwOps, toks, tokErr) // it posts the batch's chunks
-	if b.Seq > s.applied.Load() { // last: a search that reads it sees the batch (sqlSetSeq's max)
+	if b.Seq > s.applied.Load() {              // last: a search that reads it sees the batch (sqlSetSeq's max)
 		s.applied.Store(b.Seq)
 	}
 	if s.applyHook != nil {
