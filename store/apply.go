@@ -317,7 +317,9 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 		toks, tokErr = w.prep.wait()
 	}
 	s.applyKeywordIndex(w.kwOps, toks, tokErr) // it posts the batch's chunks
-	if b.Seq > s.applied.Load() {              // last: a search that reads it sees the batch (sqlSetSeq's max)
+	// Last: a search that reads the applied sequence finds the batch in
+	// the indexes (the max, as sqlSetSeq's).
+	if b.Seq > s.applied.Load() {
 		s.applied.Store(b.Seq)
 	}
 	if s.applyHook != nil {
