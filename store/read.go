@@ -132,6 +132,10 @@ func (s *Shard) Chunks(ctx context.Context, ids []string) (map[string]ChunkRecor
 	if len(ids) == 0 {
 		return out, nil
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("chunks: %w", err)
+	}
+	ctx = boundedRead(ctx)
 	if len(ids) <= maxParams {
 		// One statement is one snapshot: enough unless a chunk needs a
 		// second read (a window's message ids, a later piece's first).
@@ -338,3 +342,10 @@ func (s *Shard) FileContent(ctx context.Context, ns, path string) (string, bool,
 	}
 	return c, true, nil
 }
+
+// boundedRead returns ctx without its cancellation, for a read of a few
+// rows on a search's path (its chunks, the vectors it rescores) whose
+// caller checked ctx just before: go-sqlite3 steps each row of a
+// cancellable context on a goroutine of its own and database/sql watches
+// its rows with another, which costs more than such a read.
+func boundedRead(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }

@@ -132,6 +132,10 @@ func (s *Shard) exactScores(ctx context.Context, q *quantQuery, cands []vecCand,
 	if rowids = s.index.scoreExact(q, rowids, exact); len(rowids) == 0 {
 		return nil
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("read vectors: %w", err)
+	}
+	ctx = boundedRead(ctx)
 	plain := s.vec.Load().plain()
 	var st *sql.Stmt
 	if !plain {
