@@ -181,7 +181,7 @@ func (s *Shard) Chunks(ctx context.Context, ids []string) (map[string]ChunkRecor
 	}()
 	for id, c := range out {
 		switch {
-		case c.Source != "sessions":
+		case !needsSecondRead(c):
 			continue
 		case c.Message == nil:
 			ms, err := queryMessages(ctx, tx, SessionRef{Namespace: c.Namespace, SessionKey: c.SessionKey, SessionID: c.SessionID},
@@ -216,10 +216,10 @@ func (s *Shard) Chunks(ctx context.Context, ids []string) (map[string]ChunkRecor
 }
 
 // needsSecondRead says Chunks reads more for c than readChunks did: the
-// message ids of a multi-message window, or the first piece of a split
-// message.
+// message ids of a multi-message window (readChunks joined the message of
+// a one-message chunk, when stored), or the first piece of a split message.
 func needsSecondRead(c ChunkRecord) bool {
-	return c.Source == "sessions" && (c.Message == nil || c.Part > 0)
+	return c.Source == "sessions" && ((c.Message == nil && c.SeqStart != c.SeqEnd) || c.Part > 0)
 }
 
 // readChunks reads the chunks of ids args into out, a session chunk of one
