@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/sourcegraph/conc/pool"
 
 	"memindex"
+	"memindex/chunker"
 	"memindex/embedder"
 	"memindex/internal/corpus"
 	"memindex/internal/harness"
@@ -102,12 +102,20 @@ func ingest(ctx context.Context, h harness.Hooks, n harness.Node, name string, l
 	return IngestFigure{Corpus: name, Messages: in.Messages, Chunks: in.Chunks, Seconds: in.Seconds, PerSecond: in.PerSecond()}, nil
 }
 
+// fillSessionLen is how many messages a session of fillNamespace has.
+const fillSessionLen = 50
+
 // fillNamespace writes size generated chunks with vectors straight into the
 // namespace's shard: search latency does not depend on how chunks arrived.
-// sink, when not nil, gets each thousand chunks (texts and vectors) after
-// they are applied: the search suite's floors index the same data. The
-// next thousand are generated and embedded while one is applied, and the
-// sink takes one while the next is applied (a million chunks take minutes).
+// The chunks are what ingest makes of sessions of fillSessionLen messages
+// (the unit is the message): one chunk a message, chunked by the chunker
+// with its context (its date and the two messages before it), embedded
+// with that context as the consumer embeds it, beside the message rows a
+// hit loads. sink, when not nil, gets each thousand chunks (their texts
+// and vectors) after they are applied: the search suite's floors index the
+// same data. The next thousand are generated and embedded while one is
+// applied, and the sink takes one while the next is applied (a million
+// chunks take minutes).
 func fillNamespace(ctx context.Context, n harness.Node, ns string, size int, sink func(texts []string, vecs [][]float32) error) error {
 	p := memindex.Partition(ns, n.Partitions())
 	sh := n.Shards()[p]
@@ -125,41 +133,41 @@ func fillNamespace(ctx context.Context, n harness.Node, ns string, size int, sin
 	pl.Go(func(ctx context.Context) error { // generate and embed
 		defer close(made)
 		g := corpus.New(uint64(size))
-		const per = 1000
+		const per = 1000 // a multiple of fillSessionLen: a batch holds whole sessions
 		for off := 0; off < size; off += per {
-			cnt := min(per, size-off)
-			chunks := make([]store.Chunk, cnt)
-			texts := make([]string, cnt)
-			for i := range chunks {
-				var b strings.Builder
-				for l := 0; l < 10; l++ {
-					fmt.Fprintf(&b, "%s: %s\n", g.Speakers[l%2], g.Sentence(12+l%3*8))
+			var fb fillBatch
+			var embed []string
+			for first := off; first < min(off+per, size); first += fillSessionLen {
+				ref := store.SessionRef{Namespace: ns, SessionKey: fmt.Sprintf("chat-%d", first/fillSessionLen), SessionID: "s1"}
+				msgs := make([]chunker.Message, min(fillSessionLen, size-first))
+				for i := range msgs {
+					id := first + i
+					msgs[i] = chunker.Message{Seq: int64(i + 1), ID: fmt.Sprintf("m%d", id), Speaker: g.Speakers[i%2],
+						Text: g.Sentence(12 + i%3*8), Time: time.Unix(1_700_000_000+int64(id)*60, 0).UTC()}
+					fb.batch.Messages = append(fb.batch.Messages, store.Message{Namespace: ns, SessionKey: ref.SessionKey, SessionID: ref.SessionID,
+						Seq: msgs[i].Seq, ID: msgs[i].ID, Speaker: msgs[i].Speaker, Text: msgs[i].Text, Time: msgs[i].Time})
 				}
-				texts[i] = b.String()
-				id := off + i
-				chunks[i] = store.Chunk{ID: fmt.Sprintf("%s-%d", ns, id), Namespace: ns, Source: memindex.SourceSessions,
-					SessionKey: fmt.Sprintf("chat-%d", id/50), SessionID: "s1", SeqStart: int64(id%50*10 + 1), SeqEnd: int64(id%50*10 + 10),
-					Text: texts[i], TimeStart: time.Unix(1_700_000_000+int64(id)*60, 0), TimeEnd: time.Unix(1_700_000_000+int64(id)*60+600, 0)}
+				sc := store.SessionChunks{Session: ref, From: 1}
+				for _, c := range chunker.Session(chunker.Config{}, ns+"\x00"+ref.SessionKey+"\x00"+ref.SessionID, msgs) {
+					sc.Chunks = append(sc.Chunks, store.Chunk{ID: c.ID, Namespace: ns, Source: memindex.SourceSessions,
+						SessionKey: ref.SessionKey, SessionID: ref.SessionID, SeqStart: c.SeqStart, SeqEnd: c.SeqEnd, Part: c.Part,
+						Text: c.Text, Context: c.Context, TimeStart: c.TimeStart, TimeEnd: c.TimeEnd})
+					fb.texts = append(fb.texts, c.Text)
+					embed = append(embed, chunker.EmbedText(c.Context, c.Text))
+				}
+				fb.batch.Rechunk = append(fb.batch.Rechunk, sc)
 			}
-			vecs, err := emb.Embed(ctx, embedder.Request{Texts: texts, Kind: embedder.KindDocument})
+			vecs, err := emb.Embed(ctx, embedder.Request{Texts: embed, Kind: embedder.KindDocument})
 			if err != nil {
 				return err
 			}
-			for i := range chunks {
-				chunks[i].Vector = vecs[i]
-			}
-			byKey := map[string][]store.Chunk{}
-			var keys []string
-			for _, c := range chunks {
-				if _, ok := byKey[c.SessionKey]; !ok {
-					keys = append(keys, c.SessionKey)
+			fb.vecs = vecs
+			k := 0
+			for r := range fb.batch.Rechunk {
+				for c := range fb.batch.Rechunk[r].Chunks {
+					fb.batch.Rechunk[r].Chunks[c].Vector = vecs[k]
+					k++
 				}
-				byKey[c.SessionKey] = append(byKey[c.SessionKey], c)
-			}
-			fb := fillBatch{texts: texts, vecs: vecs}
-			for _, k := range keys {
-				cs := byKey[k]
-				fb.batch.Rechunk = append(fb.batch.Rechunk, store.SessionChunks{Session: store.SessionRef{Namespace: ns, SessionKey: k, SessionID: "s1"}, From: cs[0].SeqStart, Chunks: cs})
 			}
 			select {
 			case made <- fb:
