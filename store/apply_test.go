@@ -235,6 +235,23 @@ func TestAppliedSeqMonotonic(t *testing.T) {
 		if got, err := s.AppliedSeq(ctx); err != nil || got != tc.want {
 			t.Errorf("after Apply(seq %d): AppliedSeq() = %d, %v, want %d", tc.seq, got, err, tc.want)
 		}
+		// The writer's in-memory sequence is the file's.
+		if got, err := readAppliedSeq(ctx, s.r); err != nil || got != tc.want {
+			t.Errorf("after Apply(seq %d): the file's applied sequence = %d, %v, want %d", tc.seq, got, err, tc.want)
+		}
+	}
+	// Opened again, the shard starts from the file's.
+	path := s.path
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(ctx, path, Config{Dims: testDims})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close(ctx)
+	if got, err := s2.AppliedSeq(ctx); err != nil || got != 9 {
+		t.Errorf("reopened: AppliedSeq() = %d, %v, want 9", got, err)
 	}
 }
 

@@ -316,3 +316,35 @@ func TestSketchBuiltOnceANamespaceGrows(t *testing.T) {
 	add(20000, 20010)
 	inStep("grown again")
 }
+
+// BenchmarkBitCounts is the sketch's first stage a vector at 384 dims: the
+// bit counts in use (AVX2 or AVX-512 where built and supported) and the
+// generic loop, over one block of sketches.
+func BenchmarkBitCounts(b *testing.B) {
+	r := rand.New(rand.NewPCG(11, 12))
+	const dims = 384
+	rot := rotationFor(dims)
+	x := newVectorIndex(dims, -1)
+	var ops []indexOp
+	for i := range blockVecs {
+		ops = append(ops, indexOp{add: true, ns: "ns", rowid: int64(i + 1), entry: vecEntry{id: fmt.Sprint(i), vec: randVec(r, dims)}})
+	}
+	x.apply(ops)
+	sp := x.spaces["ns"]
+	sp.buildSketches(dims)
+	unit := make([]float32, dims)
+	normalizeInto(unit, randVec(r, dims))
+	q := newBitQuery(rot, unit)
+	out := make([]int32, bitsRun)
+	for _, k := range []struct {
+		name string
+		fn   func(*bitQuery, *vecSpace, int, int, []int32)
+	}{{"in-use", bitCounts}, {"generic", bitCountsGeneric}} {
+		b.Run(k.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				k.fn(q, sp, (i*bitsRun)%blockVecs, rot.words, out)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*bitsRun), "ns/vector")
+		})
+	}
+}
