@@ -143,7 +143,16 @@ func (e *Engine) Search(ctx context.Context, req memindex.SearchRequest) (memind
 		if err != nil || vanished == 0 || try == vanishedRetries || ctx.Err() != nil {
 			return out, err
 		}
+		if w, ok := shard.(indexWaiter); ok {
+			w.WaitIndexed() // the commit that removed them is indexed before the legs run again
+		}
 	}
+}
+
+// indexWaiter is offered by a shard whose in-memory indexes follow its
+// commits a moment later; *store.Shard does.
+type indexWaiter interface {
+	WaitIndexed()
 }
 
 // vanishedRetries bounds how often Search asks the legs again when

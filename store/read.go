@@ -349,3 +349,13 @@ func (s *Shard) FileContent(ctx context.Context, ns, path string) (string, bool,
 // cancellable context on a goroutine of its own and database/sql watches
 // its rows with another, which costs more than such a read.
 func boundedRead(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
+// WaitIndexed returns once no commit is waiting for the in-memory indexes
+// to hold it. Between a commit and its index updates a search's legs can
+// name chunks the commit removed (the keyword index ranks the rows it
+// held); a search that found its candidates gone waits for this before it
+// asks its legs again, so that they answer from the state the commit left.
+func (s *Shard) WaitIndexed() {
+	s.visible.RLock()
+	s.visible.RUnlock()
+}

@@ -172,7 +172,8 @@ type Shard struct {
 	dims int
 	// visible is held for writing from a commit until the in-memory indexes
 	// hold what it wrote, and for reading while Stats takes its snapshot,
-	// so a count Stats reports is of rows a search already finds.
+	// so a count Stats reports is of rows a search already finds (and by
+	// WaitIndexed).
 	visible sync.RWMutex
 	w       *sql.DB // MaxOpenConns 1: the only writer
 	r       *sql.DB // readers, query_only

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
@@ -57,5 +58,49 @@ func TestStatsCountsWhatSearchesFind(t *testing.T) {
 		if counted := v.st.Messages > before.Messages; counted && v.hits == 0 {
 			t.Fatalf("round %d: Stats counted the batch (%d messages, %d before) but a keyword search after it found none of it", round, v.st.Messages, before.Messages)
 		}
+	}
+}
+
+// TestWaitIndexedWaitsForTheIndexes: WaitIndexed called between a
+// commit and the in-memory indexes' update returns only once the keyword
+// index holds the batch.
+func TestWaitIndexedWaitsForTheIndexes(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, testDims)
+	committed, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(unblock) // a failing check must not leave the commit waiting
+	s.applyHook = func(stage string) error {
+		if stage == "commit" {
+			close(committed)
+			<-release
+		}
+		return nil
+	}
+	applied := make(chan error, 1)
+	go func() {
+		_, err := s.Apply(ctx, Batch{Seq: 1, Rechunk: []SessionChunks{{Session: SessionRef{"n", "k", "s"},
+			Chunks: []Chunk{{ID: "walrus", Text: "the walrus arrives"}}}}})
+		applied <- err
+	}()
+	<-committed
+	waited := make(chan []Candidate, 1)
+	go func() {
+		s.WaitIndexed()
+		got, _ := s.KeywordSearch(ctx, "n", "walrus", Filter{}, 10)
+		waited <- got
+	}()
+	select {
+	case <-waited:
+		t.Fatal("WaitIndexed returned while the commit's indexes were not updated")
+	case <-time.After(50 * time.Millisecond): // it must still be waiting; a wrong return is caught above or below
+	}
+	unblock()
+	if got := <-waited; len(got) != 1 || got[0].ID != "walrus" {
+		t.Fatalf("keyword search after WaitIndexed = %v, want the committed walrus", got)
+	}
+	if err := <-applied; err != nil {
+		t.Fatal(err)
 	}
 }
