@@ -443,7 +443,7 @@ func (e *Engine) hydrate(ctx context.Context, s Searcher, req memindex.SearchReq
 				continue
 			}
 			seen[key] = true
-			hits = append(hits, hit(rec, f, snippets[f.ID].SnippetFor(rec.Text), req.Explain, fusion))
+			hits = append(hits, hit(rec, f, snippets[f.ID].SnippetFor(rec), req.Explain, fusion))
 		}
 	}
 	return hits, dropped, vanished, nil

@@ -123,5 +123,5 @@ func snippetOf(tb testing.TB, s *Shard, c Candidate) string {
 	if !ok {
 		tb.Fatalf("Chunks(%s): not stored", c.ID)
 	}
-	return c.SnippetFor(rec.Text)
+	return c.SnippetFor(rec)
 }

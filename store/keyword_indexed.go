@@ -139,7 +139,7 @@ func (s *Shard) applyKeywordIndex(ops []kwOp, toks []kwTokens, tokErr error) {
 
 // keywordIndexed is KeywordSearch ranked by the keyword index: every term
 // kept, exactly FTS5's BM25 (kwindex.go, kwrank.go), and no row read (the
-// snippets are cut for the hits returned: hydrateKeyword). It returns a
+// snippets are cut for the hits returned: kwCandidates). It returns a
 // kwUnsupported error when the index cannot rank the query exactly.
 func (s *Shard) keywordIndexed(kw *kwIndex, ns string, terms, names []string, f Filter, limit int) ([]Candidate, error) {
 	for _, n := range names {
@@ -160,16 +160,16 @@ func (s *Shard) keywordIndexed(kw *kwIndex, ns string, terms, names []string, f 
 	if len(hits) == 0 {
 		return nil, nil
 	}
-	return s.hydrateKeyword(hits, terms, toks), nil
+	return kwCandidates(hits, terms, toks), nil
 }
 
-// hydrateKeyword turns hits (best first) into candidates: their chunk
+// kwCandidates turns hits (best first) into candidates: their chunk
 // ids are the index's, and their snippets are cut only for the hits a
 // search returns (Candidate.SnippetFor), from the text it loads for them
 // anyway, as FTS5's snippet() would cut them (ftsSnippet). A row deleted
 // since the index ranked it is found missing when loaded (the engine asks
 // its legs again).
-func (s *Shard) hydrateKeyword(hits []kwHit, terms, toks []string) []Candidate {
+func kwCandidates(hits []kwHit, terms, toks []string) []Candidate {
 	snip := &kwSnipper{terms: terms, toks: toks, cjk: hasCJKTerm(terms)}
 	out := make([]Candidate, len(hits))
 	for i, h := range hits {
@@ -184,15 +184,16 @@ type kwSnipper struct {
 	cjk         bool     // a term has CJK characters
 }
 
-// cut returns the snippet of the chunk whose text is text: FTS5's of its
-// index form (fts_body), or for a CJK query and text cjkSnippet's; "" if
-// the tokenizer fails (the hit then shows the start of its text).
-func (k *kwSnipper) cut(text string) string {
+// cut returns the snippet of the chunk whose text is text and whose
+// index form is seg ("" when it is the text): FTS5's of the index form
+// (fts_body), or for a CJK query and text cjkSnippet's; "" if the tokenizer
+// fails (the hit then shows the start of its text).
+func (k *kwSnipper) cut(text, seg string) string {
 	sn := ""
 	if !k.cjk || !hasCJK(text) { // else cjkSnippet cuts it from the text
 		body := text
-		if hasCJK(text) {
-			body = newFTSIndexed(text).body
+		if seg != "" {
+			body = seg
 		}
 		tok, err := getTokenizer()
 		if err != nil {

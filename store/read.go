@@ -226,7 +226,7 @@ func needsSecondRead(c ChunkRecord) bool {
 // message with that message (whole) and its id.
 func readChunks(ctx context.Context, tx queryer, args []any, out map[string]ChunkRecord) error {
 	rows, err := tx.QueryContext(ctx, `SELECT c.id, c.namespace, c.source, c.session_key, c.session_id,
-		c.seq_start, c.seq_end, c.part, c.text, c.context, c.ts_start, c.ts_end, c.path, c.dir_path,
+		c.seq_start, c.seq_end, c.part, c.text, c.context, c.ts_start, c.ts_end, c.path, c.dir_path, coalesce(c.fts_seg, ''),
 		m.seq, m.id, m.role, m.speaker, m.text, m.ts
 		FROM chunks c LEFT JOIN messages m ON c.source = 'sessions' AND c.seq_start = c.seq_end
 			AND m.namespace = c.namespace AND m.session_key = c.session_key AND m.session_id = c.session_id AND m.seq = c.seq_start
@@ -241,7 +241,7 @@ func readChunks(ctx context.Context, tx queryer, args []any, out map[string]Chun
 		var mseq sql.NullInt64
 		var mid, mrole, mspeaker, mtext sql.NullString
 		if err := rows.Scan(&c.ID, &c.Namespace, &c.Source, &c.SessionKey, &c.SessionID,
-			&c.SeqStart, &c.SeqEnd, &c.Part, &c.Text, &c.Context, &ts0, &ts1, &c.Path, &c.DirPath,
+			&c.SeqStart, &c.SeqEnd, &c.Part, &c.Text, &c.Context, &ts0, &ts1, &c.Path, &c.DirPath, &c.ftsSeg,
 			&mseq, &mid, &mrole, &mspeaker, &mtext, &mts); err != nil {
 			return err
 		}

@@ -155,14 +155,15 @@ type Candidate struct {
 	snip *kwSnipper
 }
 
-// SnippetFor returns c's snippet given its chunk's text (ChunkRecord.Text):
-// Snippet, or the passage the keyword leg would have marked in text
-// (see KeywordSearch), cut now. It is "" for a candidate of the vector leg.
-func (c Candidate) SnippetFor(text string) string {
+// SnippetFor returns c's snippet given its chunk as Shard.Chunks read it:
+// Snippet, or the passage the keyword leg would have marked in the chunk's
+// text (see KeywordSearch), cut now. It is "" for a candidate of the vector
+// leg.
+func (c Candidate) SnippetFor(rec ChunkRecord) string {
 	if c.snip == nil || c.Snippet != "" {
 		return c.Snippet
 	}
-	return c.snip.cut(text)
+	return c.snip.cut(rec.Text, rec.ftsSeg)
 }
 
 // ChunkRecord is a stored chunk with its provenance, for hydrating hits.
@@ -191,6 +192,11 @@ type ChunkRecord struct {
 	// of the first piece of the split message this chunk is a later piece
 	// of. Empty otherwise: the chunk's ID identifies it.
 	UnitID string
+	// ftsSeg is the text's index form when it has CJK words (chunks.fts_seg),
+	// "" when that is the text: what a keyword snippet is cut from
+	// (Candidate.SnippetFor), read with the row so that a search never
+	// segments text.
+	ftsSeg string
 }
 
 // Stats counts what a shard holds.
