@@ -717,8 +717,9 @@ type kwStats struct {
 
 // Heap estimates of the index's parts: a row's fields in its space (rowid,
 // chunk id header, length, dead flag, five string handles, two times; the
-// id's bytes are counted apart) and its entry in where; a dictionary entry (string header and map slot, plus the bytes);
-// a posting list's header and map slot.
+// id's bytes are counted apart) and its entry in where; a dictionary entry
+// (string header and map slot, plus the bytes); a posting list's header
+// and map slot.
 const (
 	kwRowBytes  = 8 + 16 + 4 + 1 + 5*8 + 2*8 + 48
 	kwTermBytes = 16 + 4 + 4 + 40
