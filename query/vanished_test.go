@@ -33,15 +33,7 @@ func (r *replacedBetween) Chunks(ctx context.Context, ids []string) (map[string]
 // version, not lost (the legs are asked again when candidates vanished).
 func TestFileReplacedDuringASearchIsFound(t *testing.T) {
 	ctx := context.Background()
-	sh, err := store.Open(ctx, filepath.Join(t.TempDir(), "p0.db"), store.Config{Dims: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sh.Close(context.Background()) })
-	version := func(seq uint64, hash, id, text string) store.Batch {
-		return store.Batch{Seq: seq, Files: []store.FileUpsert{{Namespace: "agent-7", Path: "plan.md", Hash: hash, Content: text,
-			Chunks: []store.Chunk{{ID: id, Namespace: "agent-7", Source: memindex.SourceFiles, Path: "plan.md", SeqStart: 1, SeqEnd: 1, Text: text}}}}}
-	}
+	sh := planShard(t)
 	if _, err := sh.Apply(ctx, version(1, "h1", "c-old", "The capybara plan, first draft.")); err != nil {
 		t.Fatal(err)
 	}
@@ -86,15 +78,7 @@ func (l *indexLagging) WaitIndexed() {
 // every try.
 func TestSearchWaitsForTheIndexesBeforeAskingAgain(t *testing.T) {
 	ctx := context.Background()
-	sh, err := store.Open(ctx, filepath.Join(t.TempDir(), "p0.db"), store.Config{Dims: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sh.Close(context.Background()) })
-	version := func(seq uint64, hash, id, text string) store.Batch {
-		return store.Batch{Seq: seq, Files: []store.FileUpsert{{Namespace: "agent-7", Path: "plan.md", Hash: hash, Content: text,
-			Chunks: []store.Chunk{{ID: id, Namespace: "agent-7", Source: memindex.SourceFiles, Path: "plan.md", SeqStart: 1, SeqEnd: 1, Text: text}}}}}
-	}
+	sh := planShard(t)
 	if _, err := sh.Apply(ctx, version(1, "h1", "c-old", "The capybara plan, first draft.")); err != nil {
 		t.Fatal(err)
 	}
@@ -113,4 +97,22 @@ func TestSearchWaitsForTheIndexesBeforeAskingAgain(t *testing.T) {
 	if got := hitIDs(resp.Hits); !slices.Equal(got, []string{"c-new"}) || l.waited != 1 {
 		t.Fatalf("hits %v after %d waits for the indexes, want the new version c-new after one", got, l.waited)
 	}
+}
+
+// planShard opens a shard for the memory file plan.md of agent-7.
+func planShard(t *testing.T) *store.Shard {
+	t.Helper()
+	sh, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "p0.db"), store.Config{Dims: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sh.Close(context.Background()) })
+	return sh
+}
+
+// version is a batch that stores text as version hash of plan.md, one
+// chunk of id.
+func version(seq uint64, hash, id, text string) store.Batch {
+	return store.Batch{Seq: seq, Files: []store.FileUpsert{{Namespace: "agent-7", Path: "plan.md", Hash: hash, Content: text,
+		Chunks: []store.Chunk{{ID: id, Namespace: "agent-7", Source: memindex.SourceFiles, Path: "plan.md", SeqStart: 1, SeqEnd: 1, Text: text}}}}}
 }

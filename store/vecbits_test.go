@@ -167,17 +167,7 @@ func TestBitCountsMatchGeneric(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, dims := range []int{40, 384, 1000} {
 		rot := rotationFor(dims)
-		x := newVectorIndex(dims, -1)
-		var ops []indexOp
-		for i := range blockVecs + 300 {
-			ops = append(ops, indexOp{add: true, ns: "ns", rowid: int64(i + 1), entry: vecEntry{id: fmt.Sprint(i), vec: randVec(r, dims)}})
-		}
-		x.apply(ops)
-		sp := x.spaces["ns"]
-		sp.buildSketches(dims)
-		unit := make([]float32, dims)
-		normalizeInto(unit, randVec(r, dims))
-		q := newBitQuery(rot, unit)
+		sp, q := sketchedSpace(r, dims, blockVecs+300)
 		for _, lo := range []int{0, 7, blockVecs - 100, blockVecs} {
 			n := min(bitsRun, blockVecs-lo%blockVecs)
 			got, want := make([]int32, n), make([]int32, n)
@@ -321,20 +311,9 @@ func TestSketchBuiltOnceANamespaceGrows(t *testing.T) {
 // bit counts in use (AVX2 or AVX-512 where built and supported) and the
 // generic loop, over one block of sketches.
 func BenchmarkBitCounts(b *testing.B) {
-	r := rand.New(rand.NewPCG(11, 12))
 	const dims = 384
 	rot := rotationFor(dims)
-	x := newVectorIndex(dims, -1)
-	var ops []indexOp
-	for i := range blockVecs {
-		ops = append(ops, indexOp{add: true, ns: "ns", rowid: int64(i + 1), entry: vecEntry{id: fmt.Sprint(i), vec: randVec(r, dims)}})
-	}
-	x.apply(ops)
-	sp := x.spaces["ns"]
-	sp.buildSketches(dims)
-	unit := make([]float32, dims)
-	normalizeInto(unit, randVec(r, dims))
-	q := newBitQuery(rot, unit)
+	sp, q := sketchedSpace(rand.New(rand.NewPCG(11, 12)), dims, blockVecs)
 	out := make([]int32, bitsRun)
 	for _, k := range []struct {
 		name string
@@ -347,4 +326,20 @@ func BenchmarkBitCounts(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*bitsRun), "ns/vector")
 		})
 	}
+}
+
+// sketchedSpace returns the sketched space of n random vectors of dims
+// dimensions and the bit query of another random vector.
+func sketchedSpace(r *rand.Rand, dims, n int) (*vecSpace, *bitQuery) {
+	x := newVectorIndex(dims, -1)
+	var ops []indexOp
+	for i := range n {
+		ops = append(ops, indexOp{add: true, ns: "ns", rowid: int64(i + 1), entry: vecEntry{id: fmt.Sprint(i), vec: randVec(r, dims)}})
+	}
+	x.apply(ops)
+	sp := x.spaces["ns"]
+	sp.buildSketches(dims)
+	unit := make([]float32, dims)
+	normalizeInto(unit, randVec(r, dims))
+	return sp, newBitQuery(rotationFor(dims), unit)
 }
