@@ -139,11 +139,7 @@ func (s *Shard) Chunks(ctx context.Context, ids []string) (map[string]ChunkRecor
 	if len(ids) <= maxParams {
 		// One statement is one snapshot: enough unless a chunk needs a
 		// second read (a window's message ids, a later piece's first).
-		args := make([]any, len(ids))
-		for i, id := range ids {
-			args[i] = id
-		}
-		if err := readChunks(ctx, s.r, args, out); err != nil {
+		if err := readChunks(ctx, s.r, ids, out); err != nil {
 			return nil, fmt.Errorf("chunks: %w", err)
 		}
 		second := false
@@ -154,7 +150,6 @@ func (s *Shard) Chunks(ctx context.Context, ids []string) (map[string]ChunkRecor
 			return out, nil
 		}
 		clear(out) // read again, all in one transaction
-
 	}
 	tx, err := s.r.BeginTx(ctx, nil)
 	if err != nil {
@@ -162,12 +157,7 @@ func (s *Shard) Chunks(ctx context.Context, ids []string) (map[string]ChunkRecor
 	}
 	defer tx.Rollback()
 	for start := 0; start < len(ids); start += maxParams {
-		batch := ids[start:min(start+maxParams, len(ids))]
-		args := make([]any, len(batch))
-		for i, id := range batch {
-			args[i] = id
-		}
-		if err := readChunks(ctx, tx, args, out); err != nil {
+		if err := readChunks(ctx, tx, ids[start:min(start+maxParams, len(ids))], out); err != nil {
 			return nil, fmt.Errorf("chunks: %w", err)
 		}
 	}
@@ -222,9 +212,13 @@ func needsSecondRead(c ChunkRecord) bool {
 	return c.Source == "sessions" && ((c.Message == nil && c.SeqStart != c.SeqEnd) || c.Part > 0)
 }
 
-// readChunks reads the chunks of ids args into out, a session chunk of one
-// message with that message (whole) and its id.
-func readChunks(ctx context.Context, tx queryer, args []any, out map[string]ChunkRecord) error {
+// readChunks reads the chunks of ids (at most maxParams) into out, a
+// session chunk of one message with that message (whole) and its id.
+func readChunks(ctx context.Context, tx queryer, ids []string, out map[string]ChunkRecord) error {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
 	rows, err := tx.QueryContext(ctx, `SELECT c.id, c.namespace, c.source, c.session_key, c.session_id,
 		c.seq_start, c.seq_end, c.part, c.text, c.context, c.ts_start, c.ts_end, c.path, c.dir_path, coalesce(c.fts_seg, ''),
 		m.seq, m.id, m.role, m.speaker, m.text, m.ts
