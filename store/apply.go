@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/sourcegraph/conc"
+
 	"memindex/internal/failpoint"
 )
 
@@ -308,7 +310,12 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 	if s.applyHook != nil {
 		_ = s.applyHook("commit") // committed: the hook only observes
 	}
-	s.index.apply(w.ops)
+	// The vector index and the keyword index are independent (each its
+	// own lock): the vectors go in on a goroutine of their own while this
+	// one posts the keyword index, about a third and two thirds of this
+	// stage for a batch of new messages.
+	var wg conc.WaitGroup
+	wg.Go(func() { s.index.apply(w.ops) })
 	s.sizes.add(w.nsDelta)
 	s.speakers.add(b.Messages)
 	var toks []kwTokens
@@ -317,6 +324,7 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 		toks, tokErr = w.prep.wait()
 	}
 	s.applyKeywordIndex(w.kwOps, toks, tokErr) // it posts the batch's chunks
+	wg.Wait()
 	// Last: a search that reads the applied sequence finds the batch in
 	// the indexes (the max, as sqlSetSeq's).
 	if b.Seq > s.applied.Load() {

@@ -233,20 +233,7 @@ func TestReindexResumesAfterInterruption(t *testing.T) {
 func TestMigrationFromUnsegmentedShard(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "shard.db")
-	db := rawDB(t, path)
-	execAll(t, db, `PRAGMA journal_mode = WAL`, `CREATE TABLE schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`)
-	ms, err := loadMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms {
-		if m.version <= 3 {
-			if err := applyMigration(ctx, db, m, testDims); err != nil {
-				t.Fatalf("%s: %v", m.name, err)
-			}
-		}
-	}
+	db := migratedTo(t, path, 3)
 	// Rows as Apply wrote them before 0004: the FTS index over the raw text.
 	for i, c := range cjkChunks {
 		if _, err := db.Exec(`INSERT INTO chunks(rowid, id, namespace, source, session_key, session_id, seq_start, seq_end, part, text)
@@ -287,6 +274,27 @@ func TestMigrationFromUnsegmentedShard(t *testing.T) {
 		t.Errorf("KeywordSearch(深度) = %v, want [new]", got)
 	}
 	mustCheck(t, s)
+}
+
+// migratedTo returns a new shard file at path with the migrations up to
+// version applied, as a binary of that schema left it.
+func migratedTo(t *testing.T, path string, version int) *sql.DB {
+	t.Helper()
+	db := rawDB(t, path)
+	execAll(t, db, `PRAGMA journal_mode = WAL`, `CREATE TABLE schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`)
+	ms, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.version <= version {
+			if err := applyMigration(context.Background(), db, m, testDims); err != nil {
+				t.Fatalf("%s: %v", m.name, err)
+			}
+		}
+	}
+	return db
 }
 
 // ftsMatches0003 counts the chunks the FTS index of a file before

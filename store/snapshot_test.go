@@ -158,7 +158,11 @@ func TestSnapshotRestoreIsIdentical(t *testing.T) {
 					vectors++
 				}
 			}
-			want := SnapshotInfo{AppliedSeq: 7, Space: testSpace, Dims: testDims, Schema: 7, Tokenizer: tokenizerVersion,
+			ms, err := loadMigrations()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := SnapshotInfo{AppliedSeq: 7, Space: testSpace, Dims: testDims, Schema: ms[len(ms)-1].version, Tokenizer: tokenizerVersion,
 				Chunks: int64(len(wantVecs)), Vectors: vectors, Size: info.Size, SHA256: info.SHA256}
 			if info != want || len(info.SHA256) != 64 || info.Size == 0 {
 				t.Fatalf("Snapshot()=%+v, want %+v", info, want)
