@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -228,7 +229,7 @@ func bitCountsGeneric(q *bitQuery, sp *vecSpace, lo, words int, out []int32) {
 	}
 }
 
-// bitsEstimate writes the estimates of positions [lo,hi) into est[lo:hi].
+// bitsEstimate writes the estimates of positions [lo,hi) into est[:hi-lo].
 func (sp *vecSpace) bitsEstimate(q *bitQuery, words, lo, hi int, est []float32) {
 	var counts [bitsRun]int32
 	for i := lo; i < hi; {
@@ -239,10 +240,40 @@ func (sp *vecSpace) bitsEstimate(q *bitQuery, words, lo, hi int, est []float32) 
 		bitCounts(q, sp, i, words, run)
 		for j, c := range run {
 			p := i + j
-			est[p] = q.fromCount(c, sp.bitPop[p], sp.bitInv[p])
+			est[p-lo] = q.fromCount(c, sp.bitPop[p], sp.bitInv[p])
 		}
 		i = end
 	}
+}
+
+// bitsAbove appends to out, in ascending order, the positions in [lo,hi)
+// whose estimate is at least bar, and to band those whose estimate is at
+// least low but below bar, with their estimates: bitsEstimate's loop, each
+// estimate compared where it would have been stored (through a loop shared
+// by a callback, the call a vector costs about what the stores saved).
+func (sp *vecSpace) bitsAbove(q *bitQuery, words, lo, hi int, bar, low float32, out []int32, band []bandPos) ([]int32, []bandPos) {
+	var counts [bitsRun]int32
+	for i := lo; i < hi; {
+		end := min(hi, i+bitsRun, (i/blockVecs+1)*blockVecs)
+		run := counts[:end-i]
+		bitCounts(q, sp, i, words, run)
+		for j, c := range run {
+			p := i + j
+			if e := q.fromCount(c, sp.bitPop[p], sp.bitInv[p]); e >= bar {
+				out = append(out, int32(p))
+			} else if e >= low {
+				band = append(band, bandPos{pos: int32(p), est: e})
+			}
+		}
+		i = end
+	}
+	return out, band
+}
+
+// bandPos is a position whose estimate fell just below the threshold.
+type bandPos struct {
+	pos int32
+	est float32
 }
 
 // growSketch adds the slot of one more vector to the sketch arrays.
@@ -302,13 +333,33 @@ func (sp *vecSpace) sketch(i, words int) []uint64 {
 	return sp.bits[i/blockVecs][off : off+words]
 }
 
+// bitsSampleRuns and bitsSampleRun shape the sample bitsCandidates takes
+// its threshold from: 128 runs of 32 neighbouring vectors spread evenly
+// over the namespace, 4,096 estimates from 128 places (a few hundred KB of
+// sketches, and as many pages, where 4,096 single vectors would each be a
+// page of its own).
+const (
+	bitsSampleRuns = 128
+	bitsSampleRun  = 32
+)
+
+// bitsSampleLo is the first position of sample run k of a namespace of n
+// vectors (n at least the sample's size).
+func bitsSampleLo(k, n int) int { return k * (n - bitsSampleRun) / (bitsSampleRuns - 1) }
+
 // bitsCandidates returns, in ascending order, the positions in [0,n) whose
 // sketch estimate is among about the best want (at least want of them
-// when n >= want): it estimates every vector into est, takes a threshold
-// from a sorted sample of est, and keeps every position at or above it,
-// lowering the threshold when too few are.
-func (sp *vecSpace) bitsCandidates(q *bitQuery, words, n, want int, est []float32, parts int) []int32 {
-	forParts(n, parts, func(_, lo, hi int) { sp.bitsEstimate(q, words, lo, hi, est) })
+// when n >= want). It takes a threshold from the sorted estimates of a
+// sample, aimed a quarter above want, and keeps every position at or above
+// it in one pass over the sketches split over parts goroutines, storing no
+// estimate. The sample's threshold is itself an estimate, and now and then
+// too few pass it (about one search in a hundred at 1M vectors): so the
+// same pass also keeps the positions between it and a lower threshold,
+// aimed at twice as many, with their estimates, and the best of those make
+// up the shortfall. Should even they be too few, it passes again with the
+// lower threshold (lowering it by a quarter of the sample, before, once
+// let a quarter of the namespace through).
+func (sp *vecSpace) bitsCandidates(q *bitQuery, words, n, want, parts int) []int32 {
 	if want >= n {
 		out := make([]int32, n)
 		for i := range out {
@@ -316,46 +367,62 @@ func (sp *vecSpace) bitsCandidates(q *bitQuery, words, n, want int, est []float3
 		}
 		return out
 	}
-	const samples = 4096
-	every := max(1, n/samples)
-	sample := make([]float32, 0, n/every+1)
-	for i := 0; i < n; i += every {
-		sample = append(sample, est[i])
+	sample := make([]float32, 0, bitsSampleRuns*bitsSampleRun)
+	if n <= cap(sample) {
+		sample = sample[:n]
+		sp.bitsEstimate(q, words, 0, n, sample)
+	} else {
+		var run [bitsSampleRun]float32
+		for k := range bitsSampleRuns {
+			lo := bitsSampleLo(k, n)
+			sp.bitsEstimate(q, words, lo, lo+bitsSampleRun, run[:])
+			sample = append(sample, run[:]...)
+		}
 	}
 	slices.Sort(sample)
-	// Aim a quarter above want so one pass is enough almost always.
-	rank := len(sample) - 1 - min(len(sample)-1, (want+want/4)*len(sample)/n)
-	for {
-		bar := sample[rank]
-		if rank == 0 {
-			bar = float32(math.Inf(-1))
+	// barFor is the sample's threshold for about count positions.
+	barFor := func(count int) float32 {
+		rank := len(sample) - 1 - count*len(sample)/n
+		if rank <= 0 {
+			return float32(math.Inf(-1))
 		}
-		out := make([]int32, 0, want+want/2)
-		for i, e := range est[:n] {
-			if e >= bar {
-				out = append(out, int32(i))
-			}
+		return sample[rank]
+	}
+	outs := make([][]int32, parts)
+	bands := make([][]bandPos, parts)
+	for aim := want + want/4; ; aim *= 2 {
+		bar, low := barFor(aim), barFor(2*aim)
+		if math.IsInf(float64(low), -1) {
+			low = bar // no band: the next pass takes every position
 		}
-		if len(out) >= want || rank == 0 {
+		forParts(n, parts, func(p, lo, hi int) {
+			outs[p], bands[p] = sp.bitsAbove(q, words, lo, hi, bar, low, outs[p][:0], bands[p][:0])
+		})
+		out := slices.Concat(outs...)
+		if len(out) >= want || math.IsInf(float64(bar), -1) {
 			return out
 		}
-		rank = max(0, rank-max(1, (rank+1)/4))
+		band := slices.Concat(bands...)
+		if need := want - len(out); len(band) >= need {
+			slices.SortFunc(band, func(a, b bandPos) int { return cmp.Compare(b.est, a.est) })
+			cut := band[need-1].est // ties with the last one needed go in too
+			for _, b := range band {
+				if b.est < cut {
+					break
+				}
+				out = append(out, b.pos)
+			}
+			slices.Sort(out)
+			return out
+		}
 	}
 }
-
-// estScratch holds the per-vector estimates of one sketch scan.
-var estScratch = sync.Pool{New: func() any { return new([]float32) }}
 
 // scanSketch is scan for a whole namespace of n vectors through the
 // sketch: the int8 scores of the about want best by sketch estimate
 // (bitsPool), the best limit of them kept.
 func (sp *vecSpace) scanSketch(q *quantQuery, r *bitRotation, n, limit, want, parts, dims int) topK {
-	est := estScratch.Get().(*[]float32)
-	if cap(*est) < n {
-		*est = make([]float32, n)
-	}
-	pos := sp.bitsCandidates(newBitQuery(r, q.unit), r.words, n, want, (*est)[:n], parts)
-	estScratch.Put(est)
+	pos := sp.bitsCandidates(newBitQuery(r, q.unit), r.words, n, want, parts)
 	dots := make([]int32, len(pos))
 	if len(pos) < 2048 {
 		parts = 1
