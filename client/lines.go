@@ -27,8 +27,8 @@ import (
 // no JSON object too, when namespace is set). Either way the message
 // carries the Nats-Msg-Id LineMsgID gives, so a re-publish is de-duplicated.
 func LineMsg(line []byte, namespace string, raw bool) (*nats.Msg, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(line, &obj); err != nil {
+	obj, err := parseLine(line)
+	if err != nil {
 		if raw && namespace != "" {
 			m := nats.NewMsg(memindex.EventSubject(namespace))
 			m.Data = append([]byte(nil), line...)
@@ -36,14 +36,7 @@ func LineMsg(line []byte, namespace string, raw bool) (*nats.Msg, error) {
 		}
 		return nil, fmt.Errorf("not a JSON object: %v", err)
 	}
-	str := func(k string) string {
-		var s string
-		if v, ok := obj[k]; ok {
-			_ = json.Unmarshal(v, &s)
-		}
-		return s
-	}
-	ns := str("namespace")
+	ns := obj.str("namespace")
 	if ns == "" {
 		ns = namespace
 	}
@@ -57,33 +50,33 @@ func LineMsg(line []byte, namespace string, raw bool) (*nats.Msg, error) {
 	if raw {
 		data = append(data, line...) // the scanner reuses line's bytes
 	} else {
-		if _, ok := obj["type"]; !ok {
-			obj["type"] = json.RawMessage(`"message"`)
+		if obj.get("type") == nil {
+			obj.set("type", []byte(`"message"`))
 		}
-		if _, ok := obj["namespace"]; !ok {
-			obj["namespace"], _ = json.Marshal(ns)
+		if obj.get("namespace") == nil {
+			v, _ := json.Marshal(ns)
+			obj.set("namespace", v)
 		}
-		var err error
-		if data, err = json.Marshal(obj); err != nil {
+		if data, err = obj.marshal(make([]byte, 0, len(line)+48)); err != nil {
 			return nil, err
 		}
 	}
 	m := nats.NewMsg(memindex.EventSubject(ns))
 	m.Data = data
-	m.Header.Set(nats.MsgIdHdr, lineMsgID(ns, obj, str, data))
+	m.Header.Set(nats.MsgIdHdr, lineMsgID(ns, obj, data))
 	return m, nil
 }
 
 // lineMsgID is the de-duplication id of a line: "<namespace>/<eventId>"
 // when the line has an eventId; else MsgID's rule (a message's session
 // position, or the hash of the payload).
-func lineMsgID(ns string, obj map[string]json.RawMessage, str func(string) string, data []byte) string {
-	if id := str("eventId"); id != "" {
+func lineMsgID(ns string, obj lineObject, data []byte) string {
+	if id := obj.str("eventId"); id != "" {
 		return ns + "/" + id
 	}
-	if t := str("type"); t == "" || t == memindex.TypeMessage {
-		if seq, ok := obj["seq"]; ok && str("sessionKey") != "" {
-			return ns + "/" + str("sessionKey") + "/" + str("sessionId") + "/" + string(seq)
+	if t := obj.str("type"); t == "" || t == memindex.TypeMessage {
+		if seq := obj.get("seq"); seq != nil && obj.str("sessionKey") != "" {
+			return ns + "/" + obj.str("sessionKey") + "/" + obj.str("sessionId") + "/" + string(seq)
 		}
 	}
 	h := sha256.Sum256(data)
