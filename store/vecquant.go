@@ -24,23 +24,32 @@ const quantMax = 127
 
 // quantizeInto writes v, scaled to unit length, into dst as int8 codes and
 // returns their scale: the unit vector is about scale*dst. A zero vector
-// gives zero codes and scale 0. The unit vector is computed exactly as
-// normalizeInto does, so a rescored score is the one an index of float32
-// vectors would give.
+// gives zero codes and scale 0, and so does one with a NaN or infinite
+// component (the embedders' vectors are checked for them). The unit vector
+// is computed exactly as normalizeInto does, so a rescored score is the one
+// an index of float32 vectors would give.
+//
+// It reads v twice: the largest unit component is the unit of the largest
+// |v[i]| (scaling by a positive number and rounding to float32 keep the
+// order), and a code is rounded half away from zero as math.Round does,
+// by adding a half in float64 (exact for the float32 products, below 2^8)
+// and truncating (TestQuantizeMatchesThreePasses).
 func quantizeInto(dst []int8, v []float32) float32 {
+	dst = dst[:len(v)]
 	var ss float64
+	var big float32
 	for _, f := range v {
 		ss += float64(f) * float64(f)
+		if a := abs32(f); a > big {
+			big = a
+		}
 	}
-	if ss == 0 {
+	if ss == 0 || math.IsInf(ss, 0) || math.IsNaN(ss) {
 		clear(dst)
 		return 0
 	}
 	inv := 1 / math.Sqrt(ss)
-	var m float32
-	for _, f := range v {
-		m = max(m, abs32(float32(float64(f)*inv)))
-	}
+	m := float32(float64(big) * inv)
 	if m == 0 {
 		clear(dst)
 		return 0
@@ -48,7 +57,13 @@ func quantizeInto(dst []int8, v []float32) float32 {
 	scale := m / quantMax
 	k := quantMax / m
 	for i, f := range v {
-		c := math.Round(float64(float32(float64(f)*inv) * k))
+		x := float64(float32(float64(f)*inv) * k)
+		var c int
+		if x >= 0 {
+			c = int(x + 0.5)
+		} else {
+			c = -int(0.5 - x)
+		}
 		dst[i] = int8(min(max(c, -quantMax), quantMax))
 	}
 	return scale

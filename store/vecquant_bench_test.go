@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -202,6 +203,23 @@ func BenchmarkIndexHeap(b *testing.B) {
 				s.Close(ctx)
 			}
 			b.ReportMetric(float64(n*benchDims*4)/(1<<20), "float32-MiB")
+		})
+	}
+}
+
+// BenchmarkQuantizeInto is the quantization of one 384-dim vector (each
+// vector Apply or Open adds), against the three-pass version it replaced.
+func BenchmarkQuantizeInto(b *testing.B) {
+	v := randVec(rand.New(rand.NewPCG(1, 1)), 384)
+	dst := make([]int8, 384)
+	for _, c := range []struct {
+		name string
+		fn   func([]int8, []float32) float32
+	}{{"quantizeInto", quantizeInto}, {"threePasses", quantizeThreePasses}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				c.fn(dst, v)
+			}
 		})
 	}
 }

@@ -406,6 +406,84 @@ func TestQuantizeBounds(t *testing.T) {
 	}
 }
 
+// quantizeThreePasses is quantizeInto as it was written first: the unit
+// vector's largest component found over every component, math.Round.
+func quantizeThreePasses(dst []int8, v []float32) float32 {
+	var ss float64
+	for _, f := range v {
+		ss += float64(f) * float64(f)
+	}
+	if ss == 0 {
+		clear(dst)
+		return 0
+	}
+	inv := 1 / math.Sqrt(ss)
+	var m float32
+	for _, f := range v {
+		m = max(m, abs32(float32(float64(f)*inv)))
+	}
+	if m == 0 {
+		clear(dst)
+		return 0
+	}
+	scale := m / quantMax
+	k := quantMax / m
+	for i, f := range v {
+		c := math.Round(float64(float32(float64(f)*inv) * k))
+		dst[i] = int8(min(max(c, -quantMax), quantMax))
+	}
+	return scale
+}
+
+// TestQuantizeMatchesThreePasses: quantizeInto gives the codes and scale
+// of the three-pass version, bit for bit, on the generated kinds, on
+// vectors built so that codes fall on halves (where the rounding
+// direction shows), on tiny and huge magnitudes and on ties for the
+// largest component.
+func TestQuantizeMatchesThreePasses(t *testing.T) {
+	var vs [][]float32
+	for _, kind := range vecKinds {
+		g := newVecGen(kind, 5, 384)
+		for range 300 {
+			vs = append(vs, g.vector())
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 300 {
+		v := make([]float32, 1+r.IntN(64))
+		for i := range v { // codes on halves: components k/2 of the largest, 127 steps
+			v[i] = float32(r.IntN(255)-127) / 2
+		}
+		v[r.IntN(len(v))] = 127.0 / 2 * float32(1-2*r.IntN(2))
+		vs = append(vs, v)
+	}
+	for _, f := range []float32{1e-30, 1e-20, 1e20, 3e38} {
+		vs = append(vs, []float32{f, -f / 2, f / 3, -f})
+	}
+	vs = append(vs, []float32{-2, 2, 1, 0.5}, []float32{0, 0, -1e-45}, []float32{1})
+	halves := 0
+	for n, v := range vs {
+		got, want := make([]int8, len(v)), make([]int8, len(v))
+		gs, ws := quantizeInto(got, v), quantizeThreePasses(want, v)
+		if math.Float32bits(gs) != math.Float32bits(ws) || !slices.Equal(got, want) {
+			t.Fatalf("vector %d %v:\n got %v scale %v\nwant %v scale %v", n, v, got, gs, want, ws)
+		}
+		unit := make([]float32, len(v))
+		normalizeInto(unit, v)
+		for i := range v {
+			if ws != 0 {
+				if x := float64(unit[i] * (quantMax / (ws * quantMax))); x-math.Trunc(x) == 0.5 || x-math.Trunc(x) == -0.5 {
+					halves++
+				}
+			}
+		}
+	}
+	if halves == 0 {
+		t.Fatal("no component fell on a half: the rounding direction was not tested")
+	}
+	t.Logf("%d vectors, %d components on a half", len(vs), halves)
+}
+
 // TestErrMarginHolds checks, over many random pairs, that the approximate
 // score is within errMargin of the exact one (the bound rescoring relies on)
 // and that the margin is not so wide that rescoring would read everything.
