@@ -48,6 +48,9 @@ type writeStmts struct {
 	deleteChunksKey, deleteChunksSession, selectTail        *sql.Stmt
 	deleteChunk, insertChunk, ftsInsert, ftsDelete          *sql.Stmt
 	vecInsert, vecDelete, setHasVec, setSeq                 *sql.Stmt
+	// bulk writes a transaction's vectors into vec_chunks' shadow tables
+	// (vec0bulk.go); nil in go-scan mode or when it cannot.
+	bulk *vec0Bulk
 	// all holds every statement but vecInsert and vecDelete, which follow
 	// the vector mode (swapVec).
 	all []*sql.Stmt
@@ -88,6 +91,9 @@ func prepareWriteStmts(ctx context.Context, db *sql.DB, plain bool) (*writeStmts
 		return nil, err
 	}
 	ws.swapVec(ins, del)
+	if !plain {
+		ws.bulk = prepareVec0Bulk(ctx, db)
+	}
 	return ws, nil
 }
 
@@ -96,6 +102,7 @@ func (ws *writeStmts) close() error {
 	for _, st := range ws.all {
 		errs = append(errs, st.Close())
 	}
+	ws.bulk.close()
 	for _, st := range []*sql.Stmt{ws.vecInsert, ws.vecDelete} {
 		if st != nil {
 			errs = append(errs, st.Close())
@@ -122,7 +129,10 @@ type writer struct {
 	bound  map[*sql.Stmt]*sql.Stmt
 	buf    []byte // vector encoding scratch; the driver copies bound blobs
 	ops    []indexOp
-	kwOps  []kwOp // keyword index changes (kwindex.go)
+	// vecQueue holds the vectors written but not yet stored, when the
+	// statements can write them at once (flushVectors).
+	vecQueue []queuedVector
+	kwOps    []kwOp // keyword index changes (kwindex.go)
 	// prep counts the tokens of kwOps' rows while the transaction runs
 	// (kwprep.go); nil when the shard has no keyword index to post them to.
 	prep *kwPrep
@@ -283,6 +293,9 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 			return nil
 		}},
 		{"seq", func() error {
+			if err := w.flushVectors(); err != nil {
+				return err
+			}
 			if _, err := w.st(w.ws.setSeq).ExecContext(w.ctx, int64(b.Seq)); err != nil {
 				return fmt.Errorf("applied seq: %w", err)
 			}
@@ -436,6 +449,9 @@ func (w *writer) dropChunkIndexes(ns string, d deletedChunk) error {
 	}
 	w.addKWOp(kwOp{doc: kwDoc{rowid: d.rowid, ns: ns, body: d.text, words: d.words.String, ctx: d.ctx}})
 	if d.hasVector {
+		if err := w.flushVectors(); err != nil {
+			return err
+		}
 		if _, err := w.st(w.ws.vecDelete).ExecContext(w.ctx, d.rowid); err != nil {
 			return fmt.Errorf("vec delete: %w", err)
 		}
@@ -627,9 +643,10 @@ func (w *writer) insertChunk(c *Chunk) error {
 // writeVector stores c.Vector for the chunk at rowid and records the index
 // addition; setFlag also marks the row as having a vector.
 func (w *writer) writeVector(rowid int64, c *Chunk, setFlag bool) error {
-	w.buf = encodeVector(w.buf[:0], c.Vector)
-	if _, err := w.st(w.ws.vecInsert).ExecContext(w.ctx, rowid, w.buf); err != nil {
-		return fmt.Errorf("vec insert: %w", err)
+	if w.ws.bulk != nil {
+		w.vecQueue = append(w.vecQueue, queuedVector{rowid: rowid, vec: c.Vector})
+	} else if err := w.insertVec0(queuedVector{rowid: rowid, vec: c.Vector}); err != nil {
+		return err
 	}
 	if setFlag {
 		if _, err := w.st(w.ws.setHasVec).ExecContext(w.ctx, rowid); err != nil {

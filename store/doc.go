@@ -55,6 +55,11 @@
 //     namespace is never returned, however similar the names.
 //   - Vectors are stored as float32 little-endian BLOBs, never JSON; vec0 is
 //     queried in its own statement and metadata is joined afterwards.
+//   - vec_chunks holds exactly the rows vec0's own INSERTs would have
+//     written: a batch's vectors are queued and, with the sqlite-vec
+//     release that was checked, written as whole chunks straight into its
+//     shadow tables (vec0bulk.go), before anything of the transaction
+//     deletes a vector and before the commit.
 //   - After Open every chunk is in the FTS index, indexed from the values
 //     stored with it (fts_body, ns, fts_words), which Apply also uses to
 //     delete its FTS row: the index always agrees with chunks (Check).

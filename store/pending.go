@@ -82,6 +82,9 @@ func (s *Shard) setVectors(ctx context.Context, vs []ChunkVector) (int, error) {
 			return 0, err
 		}
 	}
+	if err := w.flushVectors(); err != nil {
+		return 0, err
+	}
 	s.visible.Lock() // until the vector index holds the batch
 	defer s.visible.Unlock()
 	if err := tx.Commit(); err != nil {
@@ -127,6 +130,9 @@ func (w *writer) setVectors(vs []ChunkVector) error {
 			continue // no longer stored
 		}
 		if t.hasVector {
+			if err := w.flushVectors(); err != nil {
+				return err
+			}
 			if _, err := w.st(w.ws.vecDelete).ExecContext(w.ctx, t.rowid); err != nil {
 				return fmt.Errorf("chunk %s: vec delete: %w", v.ID, err)
 			}

@@ -350,6 +350,8 @@ func (s *Shard) fallBackLocked(ctx context.Context, reason string) error {
 	}
 	s.vec.Store(&vecState{mode: VectorModeGoScan, reason: reason})
 	s.ws.swapVec(ins, del)
+	s.ws.bulk.close() // go-scan: vectors go to vec_plain
+	s.ws.bulk = nil
 	return s.loadIndex(ctx)
 }
 
