@@ -207,18 +207,26 @@ func BenchmarkIndexHeap(b *testing.B) {
 	}
 }
 
-// BenchmarkQuantizeInto is the quantization of one 384-dim vector (each
-// vector Apply or Open adds), against the three-pass version it replaced.
+// BenchmarkQuantizeInto is the quantization of a 384-dim vector (each
+// vector Apply or Open adds), against the three-pass version it replaced,
+// over 4,096 random vectors in turn (one vector over and over would let
+// the branch predictor learn its signs).
 func BenchmarkQuantizeInto(b *testing.B) {
-	v := randVec(rand.New(rand.NewPCG(1, 1)), 384)
+	r := rand.New(rand.NewPCG(1, 1))
+	vs := make([][]float32, 4096)
+	for i := range vs {
+		vs[i] = randVec(r, 384)
+	}
 	dst := make([]int8, 384)
 	for _, c := range []struct {
 		name string
 		fn   func([]int8, []float32) float32
 	}{{"quantizeInto", quantizeInto}, {"threePasses", quantizeThreePasses}} {
 		b.Run(c.name, func(b *testing.B) {
+			i := 0
 			for b.Loop() {
-				c.fn(dst, v)
+				c.fn(dst, vs[i%len(vs)])
+				i++
 			}
 		})
 	}
