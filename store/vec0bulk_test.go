@@ -25,7 +25,7 @@ func TestVec0BulkWritesWhatVec0Writes(t *testing.T) {
 	const dims = 8
 	ref, bulk := openTest(t, dims), openTest(t, dims)
 	if mode, _ := bulk.VectorMode(); mode != VectorModeSqliteVec || bulk.ws.bulk == nil {
-		t.Fatalf("the shard does not write vectors in bulk (mode %s; sqlite-vec %s wanted)", mode, vec0BulkVersion)
+		t.Fatalf("the shard does not write vectors in bulk (mode %s): is sqlite-vec still %s? After an upgrade, compare vec0bulk.go with its vec0 INSERT and update vec0BulkVersion", mode, vec0BulkVersion)
 	}
 	ref.ws.bulk.close()
 	ref.ws.bulk = nil
