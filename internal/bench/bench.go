@@ -57,6 +57,21 @@ type SearchFigure struct {
 	MaxMs   float64 `json:"maxMs"`
 	// Degraded counts responses that flagged a leg missing or partial.
 	Degraded int `json:"degraded"`
+	// Tail is what the slowest 1 % of memindex's answers spent, where the
+	// worker says (nil for the floors).
+	Tail *SearchTail `json:"tail,omitempty"`
+}
+
+// SearchTail is the mean of the slowest 1 % of a mode's answers (at least
+// one): as the client timed them, as the worker timed its answer
+// (SearchResponse.TookMs), and its vector and keyword legs (Legs; they run
+// side by side).
+type SearchTail struct {
+	Queries   int     `json:"queries"`
+	ClientMs  float64 `json:"clientMs"`
+	WorkerMs  float64 `json:"workerMs"`
+	VectorMs  float64 `json:"vectorMs"`
+	KeywordMs float64 `json:"keywordMs"`
 }
 
 // Suites are the parts of the bench, in the order they run.

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -142,6 +143,9 @@ func runSearchSize(ctx context.Context, cfg Config, run map[string]bool, n harne
 		rep.Search = append(rep.Search, figs...)
 		for _, f := range figs {
 			say("  %d chunks, %s: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms over %d queries (%d degraded)", size, f.Mode, f.P50Ms, f.P90Ms, f.P99Ms, f.Queries, f.Degraded)
+			if t := f.Tail; t != nil {
+				say("    its slowest %d: %.2f ms on average; the worker took %.2f (vector leg %.2f, keyword leg %.2f)", t.Queries, t.ClientMs, t.WorkerMs, t.VectorMs, t.KeywordMs)
+			}
 		}
 		floors.vecs = nil
 		st, err := measureStartup(ctx, n, ns, size)
@@ -167,11 +171,45 @@ func runSearchSize(ctx context.Context, cfg Config, run map[string]bool, n harne
 // searchSystem is one of the systems the search suite times.
 type searchSystem struct {
 	name     string
-	ask      func(ctx context.Context, q string, qv []float32) (degraded bool, err error)
+	ask      func(ctx context.Context, q string, qv []float32) (searchAnswer, error)
 	lat      []float64
+	answers  []timedAnswer // memindex's, for the tail
 	spent    time.Duration // timed answers so far
 	budget   time.Duration // 0: every query; else asked no more once spent (after 3)
 	degraded int
+}
+
+// searchAnswer is what an answer said about itself: whether it was
+// degraded and, from memindex, how long the worker and its legs took.
+type searchAnswer struct {
+	degraded                      bool
+	worker                        bool
+	workerMs, vectorMs, keywordMs float64
+}
+
+// timedAnswer is an answer with the client's time for it.
+type timedAnswer struct {
+	searchAnswer
+	clientMs float64
+}
+
+// searchTail is the mean of the slowest 1 % of as (at least one), nil when
+// they are not the worker's.
+func searchTail(as []timedAnswer) *SearchTail {
+	if len(as) == 0 || !as[0].worker {
+		return nil
+	}
+	as = slices.Clone(as)
+	slices.SortFunc(as, func(a, b timedAnswer) int { return cmp.Compare(b.clientMs, a.clientMs) })
+	n := max(1, len(as)/100)
+	t := &SearchTail{Queries: n}
+	for _, a := range as[:n] {
+		t.ClientMs += a.clientMs / float64(n)
+		t.WorkerMs += a.workerMs / float64(n)
+		t.VectorMs += a.vectorMs / float64(n)
+		t.KeywordMs += a.keywordMs / float64(n)
+	}
+	return t
 }
 
 // searchFloorBudget bounds each floor's timed answers at one size: plain
@@ -193,24 +231,25 @@ func runSearch(ctx context.Context, n harness.Node, ns string, size int, modes [
 	cl := client.NewClient(nc)
 	var systems []*searchSystem
 	for _, mode := range modes {
-		systems = append(systems, &searchSystem{name: mode, ask: func(ctx context.Context, q string, _ []float32) (bool, error) {
+		systems = append(systems, &searchSystem{name: mode, ask: func(ctx context.Context, q string, _ []float32) (searchAnswer, error) {
 			qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
 			resp, err := cl.Search(qctx, memindex.SearchRequest{Namespace: ns, Query: q, K: vecK, Mode: mode})
 			if err != nil {
-				return false, fmt.Errorf("search %q (%s): %w", q, mode, err)
+				return searchAnswer{}, fmt.Errorf("search %q (%s): %w", q, mode, err)
 			}
-			return len(resp.Degraded) > 0, nil
+			return searchAnswer{degraded: len(resp.Degraded) > 0, worker: true, workerMs: resp.TookMs,
+				vectorMs: resp.Legs.Vector.TookMs, keywordMs: resp.Legs.Keyword.TookMs}, nil
 		}})
 	}
 	systems = append(systems,
-		&searchSystem{name: SearchFloorFTS5, budget: searchFloorBudget, ask: func(ctx context.Context, q string, _ []float32) (bool, error) {
+		&searchSystem{name: SearchFloorFTS5, budget: searchFloorBudget, ask: func(ctx context.Context, q string, _ []float32) (searchAnswer, error) {
 			_, err := floors.keyword(ctx, q)
-			return false, err
+			return searchAnswer{}, err
 		}},
-		&searchSystem{name: SearchFloorScan, budget: searchFloorBudget, ask: func(_ context.Context, _ string, qv []float32) (bool, error) {
+		&searchSystem{name: SearchFloorScan, budget: searchFloorBudget, ask: func(_ context.Context, _ string, qv []float32) (searchAnswer, error) {
 			scanFloat32(qv, floors.vecs)
-			return false, nil
+			return searchAnswer{}, nil
 		}},
 	)
 	emb := n.Embedder()
@@ -227,7 +266,7 @@ func runSearch(ctx context.Context, n harness.Node, ns string, size int, modes [
 				continue
 			}
 			t0 := time.Now()
-			degraded, err := s.ask(ctx, q, qv[0])
+			a, err := s.ask(ctx, q, qv[0])
 			el := time.Since(t0)
 			if err != nil {
 				return nil, err
@@ -236,7 +275,8 @@ func runSearch(ctx context.Context, n harness.Node, ns string, size int, modes [
 				continue
 			}
 			s.lat, s.spent = append(s.lat, durMs(el)), s.spent+el
-			if degraded {
+			s.answers = append(s.answers, timedAnswer{a, durMs(el)})
+			if a.degraded {
 				s.degraded++
 			}
 		}
@@ -245,7 +285,7 @@ func runSearch(ctx context.Context, n harness.Node, ns string, size int, modes [
 	for _, s := range systems {
 		slices.Sort(s.lat)
 		out = append(out, SearchFigure{Chunks: size, Mode: s.name, Queries: len(s.lat), P50Ms: benchPercentile(s.lat, 0.50), P90Ms: benchPercentile(s.lat, 0.90),
-			P99Ms: benchPercentile(s.lat, 0.99), MaxMs: s.lat[len(s.lat)-1], Degraded: s.degraded})
+			P99Ms: benchPercentile(s.lat, 0.99), MaxMs: s.lat[len(s.lat)-1], Degraded: s.degraded, Tail: searchTail(s.answers)})
 	}
 	return out, nil
 }
