@@ -379,15 +379,16 @@ func (sp *vecSpace) bitsCandidates(q *bitQuery, words, n, want, parts int) []int
 		}
 		return sample[rank]
 	}
-	outs := make([][]int32, parts)
-	bands := make([][]bandPos, parts)
+	shares := parts * bitsSharesPerCore
+	outs := make([][]int32, shares)
+	bands := make([][]bandPos, shares)
 	for aim := want + want/4; ; aim *= 2 {
 		bar, low := barFor(aim), barFor(2*aim)
 		if math.IsInf(float64(low), -1) {
 			low = bar // no band: the next pass takes every position
 		}
-		forParts(n, parts, func(p, lo, hi int) {
-			outs[p], bands[p] = sp.bitsAbove(q, words, lo, hi, bar, low, outs[p][:0], bands[p][:0])
+		forShares(n, parts, shares, bitsMinShare, func(s, lo, hi int) {
+			outs[s], bands[s] = sp.bitsAbove(q, words, lo, hi, bar, low, outs[s][:0], bands[s][:0])
 		})
 		out := slices.Concat(outs...)
 		if len(out) >= want || math.IsInf(float64(bar), -1) {
@@ -409,6 +410,15 @@ func (sp *vecSpace) bitsCandidates(q *bitQuery, words, n, want, parts int) []int
 	}
 }
 
+// A search's pass over the sketches and its pool are cut into
+// bitsSharesPerCore ranges a core (forShares), of at least bitsMinShare
+// sketches: about half a millisecond each at 1M on this project's 2-core
+// box.
+const (
+	bitsSharesPerCore = 8
+	bitsMinShare      = 16384
+)
+
 // scanSketch is scan for a whole namespace of n vectors through the
 // sketch: the int8 scores of the about want best by sketch estimate
 // (bitsPool), the best limit of them kept.
@@ -420,7 +430,9 @@ func (sp *vecSpace) scanSketch(q *quantQuery, r *bitRotation, n, limit, want, pa
 	}
 	// The pool's codes are scattered over the namespace: each vector a few
 	// cache misses, which the cores wait on side by side.
-	forParts(len(pos), parts, func(_, lo, hi int) { dotI8Pos(q.abs, q.codes, sp, pos[lo:hi], dims, dots[lo:hi]) })
+	forShares(len(pos), parts, parts*bitsSharesPerCore, 1024, func(_, lo, hi int) {
+		dotI8Pos(q.abs, q.codes, sp, pos[lo:hi], dims, dots[lo:hi])
+	})
 	h := topK{limit: limit, items: make([]scored, 0, min(limit, len(pos)))}
 	for j, p := range pos {
 		score := float32(dots[j]) * sp.scales[p] * q.scale

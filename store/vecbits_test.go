@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -465,4 +466,43 @@ func sampledPositions(n int) map[int]bool {
 		}
 	}
 	return sampled
+}
+
+// TestForSharesCoversEachIndexOnce: forShares hands out contiguous ranges
+// of at least minShare (the last may be shorter) that cover [0, n) once, in
+// index order by share, whatever the number of workers, and says how many.
+func TestForSharesCoversEachIndexOnce(t *testing.T) {
+	for _, c := range []struct{ n, workers, shares, minShare int }{
+		{0, 2, 16, 1}, {1, 2, 16, 1}, {10, 2, 16, 4}, {1000, 2, 16, 1}, {1000, 1, 16, 1},
+		{1000, 3, 7, 1}, {1000, 2, 16, 300}, {1 << 20, 2, 16, 16384},
+	} {
+		var mu sync.Mutex
+		seen := make([]int, c.n)
+		ranges := map[int][2]int{}
+		count := forShares(c.n, c.workers, c.shares, c.minShare, func(s, lo, hi int) {
+			mu.Lock()
+			defer mu.Unlock()
+			ranges[s] = [2]int{lo, hi}
+			for i := lo; i < hi; i++ {
+				seen[i]++
+			}
+		})
+		if count != len(ranges) || (c.n > 0 && count > c.shares && count > 1) {
+			t.Fatalf("%+v: said %d ranges, ran %d", c, count, len(ranges))
+		}
+		for i, k := range seen {
+			if k != 1 {
+				t.Fatalf("%+v: index %d covered %d times", c, i, k)
+			}
+		}
+		for s := range count {
+			r := ranges[s]
+			if s > 0 && r[0] != ranges[s-1][1] {
+				t.Fatalf("%+v: range %d starts at %d, the one before ends at %d", c, s, r[0], ranges[s-1][1])
+			}
+			if s < count-1 && r[1]-r[0] < c.minShare {
+				t.Fatalf("%+v: range %d holds %d, under %d", c, s, r[1]-r[0], c.minShare)
+			}
+		}
+	}
 }

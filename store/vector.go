@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"unique"
 
 	"github.com/sourcegraph/conc"
@@ -276,6 +277,42 @@ func forParts(n, parts int, fn func(p, lo, hi int)) {
 		wg.Go(func() { fn(p, lo, min(lo+step, n)) })
 	}
 	wg.Wait()
+}
+
+// forShares runs fn over [0, n) cut into about shares contiguous ranges of
+// at least minShare, on workers goroutines (the caller's one of them) that
+// each take the next range left. A worker that gets less of a core (some
+// other goroutine runs on it) then takes fewer ranges, where with
+// forParts the search would wait for its fixed part: on 2 cores the
+// sketch pass of a 1M search took 7.5 ms at p10 and 18.4 ms at p99 that
+// way. fn's s is the range's index, in order; it returns how many ranges
+// there were.
+func forShares(n, workers, shares, minShare int, fn func(s, lo, hi int)) int {
+	step := max((n+shares-1)/max(shares, 1), minShare, 1)
+	count := (n + step - 1) / step
+	if workers <= 1 || count <= 1 {
+		for s := range count {
+			fn(s, s*step, min(s*step+step, n))
+		}
+		return count
+	}
+	var next atomic.Int64
+	work := func() {
+		for {
+			s := int(next.Add(1) - 1)
+			if s >= count {
+				return
+			}
+			fn(s, s*step, min(s*step+step, n))
+		}
+	}
+	var wg conc.WaitGroup
+	for range min(workers, count) - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+	return count
 }
 
 // normalizeInto writes v scaled to unit length into dst (zeros when v is 0).
