@@ -25,7 +25,7 @@ import (
 const vec0BulkVersion = "v0.1.6"
 
 const (
-	sqlVec0Latest     = `SELECT chunk_id, size, validity FROM vec_chunks_chunks ORDER BY chunk_id DESC LIMIT 1`
+	sqlVec0Latest     = `SELECT size, validity FROM vec_chunks_chunks ORDER BY chunk_id DESC LIMIT 1`
 	sqlVec0InsChunk   = `INSERT INTO vec_chunks_chunks(size, validity, rowids) VALUES (?, ?, ?)`
 	sqlVec0InsVectors = `INSERT INTO vec_chunks_vector_chunks00(rowid, vectors) VALUES (?, ?)`
 	sqlVec0InsRowid   = `INSERT INTO vec_chunks_rowids(rowid, id, chunk_id, chunk_offset) VALUES (?, NULL, ?, ?)`
@@ -78,15 +78,17 @@ type queuedVector struct {
 
 // flushVectors writes the queued vectors as vec0 would, in queue order:
 // each fills the first free slot of the latest chunk, and a new chunk is
-// made when it has none. It must run before anything reads or deletes a
-// vector of the transaction, and before the commit.
+// made when it has none. It reads the latest chunk at most twice: once,
+// and once more after vec0 filled its free slots (or made the first
+// chunk); new chunks it writes itself. It must run before anything reads
+// or deletes a vector of the transaction, and before the commit.
 func (w *writer) flushVectors() error {
 	q := w.vecQueue
 	w.vecQueue = w.vecQueue[:0]
 	for len(q) > 0 {
-		var chunkID, size int64
+		var size int64
 		var validity []byte
-		err := w.st(w.ws.bulk.latest).QueryRowContext(w.ctx).Scan(&chunkID, &size, &validity)
+		err := w.st(w.ws.bulk.latest).QueryRowContext(w.ctx).Scan(&size, &validity)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("vec insert: latest chunk: %w", err)
 		}
@@ -106,11 +108,15 @@ func (w *writer) flushVectors() error {
 			q = q[n:]
 			continue
 		}
-		n := min(int(size), len(q))
-		if err := w.writeVec0Chunk(size, q[:n]); err != nil {
-			return fmt.Errorf("vec insert: %w", err)
+		// The latest chunk is full: the rest go in as new chunks of its
+		// size, each but the last full in turn.
+		for len(q) > 0 {
+			n := min(int(size), len(q))
+			if err := w.writeVec0Chunk(size, q[:n]); err != nil {
+				return fmt.Errorf("vec insert: %w", err)
+			}
+			q = q[n:]
 		}
-		q = q[n:]
 	}
 	return nil
 }

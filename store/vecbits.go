@@ -342,8 +342,8 @@ func bitsSampleLo(k, n int) int { return k * (n - bitsSampleRun) / (bitsSampleRu
 // sketch estimate is among about the best want (at least want of them
 // when n >= want). It takes a threshold from the sorted estimates of a
 // sample, aimed a quarter above want, and keeps every position at or above
-// it in one pass over the sketches split over parts goroutines, storing no
-// estimate. The sample's threshold is itself an estimate, and now and then
+// it in one pass over the sketches, in ranges parts goroutines take in
+// turn (forShares), storing no estimate. The sample's threshold is itself an estimate, and now and then
 // too few pass it (4 searches of 400 over 1M generated text vectors): so the
 // same pass also keeps the positions between it and a lower threshold,
 // aimed at twice as many, with their estimates, and the best of those make
