@@ -19,21 +19,34 @@ import (
 // by vec0's own INSERT, as before, and the rest as whole new chunks
 // written straight into vec0's shadow tables, with exactly the rows vec0
 // would have written (TestVec0BulkWritesWhatVec0Writes compares every
-// shadow row after the same inserts and deletes either way). Only the
+// shadow row after the same inserts and deletes either way). When many
+// vectors go into the latest chunk's free slots (vec0FillMin or more),
+// they too are written at once: the chunk's three BLOBs read, patched at
+// the slots vec0 would take and written back. Only the
 // sqlite-vec release that test ran against is written this way; with any
 // other every vector goes through vec0's INSERT.
 const vec0BulkVersion = "v0.1.6"
 
+// vec0FillMin is the fewest vectors going into the latest chunk's free
+// slots that are written by rewriting its BLOBs rather than one by one
+// with vec0's INSERT: the rewrite costs a chunk's worth of pages however
+// few slots it fills (a 256-slot chunk of 384 dims is 384 KiB), an INSERT
+// about 12 µs a vector.
+const vec0FillMin = 32
+
 const (
-	sqlVec0Latest     = `SELECT size, validity FROM vec_chunks_chunks ORDER BY chunk_id DESC LIMIT 1`
+	sqlVec0Latest     = `SELECT chunk_id, size, validity, rowids FROM vec_chunks_chunks ORDER BY chunk_id DESC LIMIT 1`
 	sqlVec0InsChunk   = `INSERT INTO vec_chunks_chunks(size, validity, rowids) VALUES (?, ?, ?)`
 	sqlVec0InsVectors = `INSERT INTO vec_chunks_vector_chunks00(rowid, vectors) VALUES (?, ?)`
 	sqlVec0InsRowid   = `INSERT INTO vec_chunks_rowids(rowid, id, chunk_id, chunk_offset) VALUES (?, NULL, ?, ?)`
+	sqlVec0Vectors    = `SELECT vectors FROM vec_chunks_vector_chunks00 WHERE rowid = ?`
+	sqlVec0SetChunk   = `UPDATE vec_chunks_chunks SET validity = ?, rowids = ? WHERE chunk_id = ?`
+	sqlVec0SetVectors = `UPDATE vec_chunks_vector_chunks00 SET vectors = ? WHERE rowid = ?`
 )
 
 // vec0Bulk holds the statements that write vec_chunks' shadow tables.
 type vec0Bulk struct {
-	latest, insChunk, insVectors, insRowid *sql.Stmt
+	latest, insChunk, insVectors, insRowid, vectors, setChunk, setVectors *sql.Stmt
 }
 
 // prepareVec0Bulk prepares them, or returns nil when this sqlite-vec is
@@ -48,7 +61,8 @@ func prepareVec0Bulk(ctx context.Context, db *sql.DB) *vec0Bulk {
 	for _, p := range []struct {
 		dst **sql.Stmt
 		sql string
-	}{{&b.latest, sqlVec0Latest}, {&b.insChunk, sqlVec0InsChunk}, {&b.insVectors, sqlVec0InsVectors}, {&b.insRowid, sqlVec0InsRowid}} {
+	}{{&b.latest, sqlVec0Latest}, {&b.insChunk, sqlVec0InsChunk}, {&b.insVectors, sqlVec0InsVectors}, {&b.insRowid, sqlVec0InsRowid},
+		{&b.vectors, sqlVec0Vectors}, {&b.setChunk, sqlVec0SetChunk}, {&b.setVectors, sqlVec0SetVectors}} {
 		st, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
 			b.close()
@@ -63,7 +77,7 @@ func (b *vec0Bulk) close() {
 	if b == nil {
 		return
 	}
-	for _, st := range []*sql.Stmt{b.latest, b.insChunk, b.insVectors, b.insRowid} {
+	for _, st := range []*sql.Stmt{b.latest, b.insChunk, b.insVectors, b.insRowid, b.vectors, b.setChunk, b.setVectors} {
 		if st != nil {
 			st.Close()
 		}
@@ -79,16 +93,16 @@ type queuedVector struct {
 // flushVectors writes the queued vectors as vec0 would, in queue order:
 // each fills the first free slot of the latest chunk, and a new chunk is
 // made when it has none. It reads the latest chunk at most twice: once,
-// and once more after vec0 filled its free slots (or made the first
+// and once more after its free slots were filled (or vec0 made the first
 // chunk); new chunks it writes itself. It must run before anything reads
 // or deletes a vector of the transaction, and before the commit.
 func (w *writer) flushVectors() error {
 	q := w.vecQueue
 	w.vecQueue = w.vecQueue[:0]
 	for len(q) > 0 {
-		var size int64
-		var validity []byte
-		err := w.st(w.ws.bulk.latest).QueryRowContext(w.ctx).Scan(&size, &validity)
+		var chunkID, size int64
+		var validity, rowids []byte
+		err := w.st(w.ws.bulk.latest).QueryRowContext(w.ctx).Scan(&chunkID, &size, &validity, &rowids)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("vec insert: latest chunk: %w", err)
 		}
@@ -96,14 +110,25 @@ func (w *writer) flushVectors() error {
 		for _, b := range validity {
 			free += 8 - bits.OnesCount8(b)
 		}
-		if err != nil || free > 0 || size <= 0 || size%8 != 0 || int64(len(validity)) != size/8 {
-			// vec0 fills the latest chunk's free slots (or makes the
-			// first chunk) itself.
-			n := max(1, min(free, len(q)))
-			for _, v := range q[:n] {
-				if err := w.insertVec0(v); err != nil {
-					return err
+		if err != nil || size <= 0 || size%8 != 0 || int64(len(validity)) != size/8 || (free > 0 && int64(len(rowids)) != size*8) {
+			// vec0 makes the first chunk (or reads a chunk this code does
+			// not know) itself.
+			if err := w.insertVec0(q[0]); err != nil {
+				return err
+			}
+			q = q[1:]
+			continue
+		}
+		if free > 0 {
+			n := min(free, len(q))
+			if n < vec0FillMin {
+				for _, v := range q[:n] {
+					if err := w.insertVec0(v); err != nil {
+						return err
+					}
 				}
+			} else if err := w.fillVec0Chunk(chunkID, size, validity, rowids, q[:n]); err != nil {
+				return fmt.Errorf("vec insert: %w", err)
 			}
 			q = q[n:]
 			continue
@@ -116,6 +141,52 @@ func (w *writer) flushVectors() error {
 				return fmt.Errorf("vec insert: %w", err)
 			}
 			q = q[n:]
+		}
+	}
+	return nil
+}
+
+// fillVec0Chunk writes vs (no more than the chunk's free slots) into the
+// free slots of chunk chunkID in the order vec0's INSERT takes them (the
+// lowest first): each slot's validity bit, rowid and vector, written back
+// as the chunk's BLOBs, and each vector's _rowids row.
+func (w *writer) fillVec0Chunk(chunkID, size int64, validity, rowids []byte, vs []queuedVector) error {
+	var vectors []byte
+	if err := w.st(w.ws.bulk.vectors).QueryRowContext(w.ctx, chunkID).Scan(&vectors); err != nil {
+		return fmt.Errorf("chunk %d vectors: %w", chunkID, err)
+	}
+	stride := w.dims * 4
+	if int64(len(vectors)) != size*int64(stride) {
+		return fmt.Errorf("chunk %d holds %d bytes of vectors, want %d", chunkID, len(vectors), size*int64(stride))
+	}
+	slots := make([]int, 0, len(vs))
+	for i := 0; i < int(size) && len(slots) < len(vs); i++ {
+		if validity[i/8]&(1<<(i%8)) == 0 {
+			slots = append(slots, i)
+		}
+	}
+	if len(slots) != len(vs) {
+		return fmt.Errorf("chunk %d has %d free slots for %d vectors", chunkID, len(slots), len(vs))
+	}
+	for j, v := range vs {
+		if len(v.vec) != w.dims {
+			return fmt.Errorf("vector of %d floats, want %d: %w", len(v.vec), w.dims, ErrDims)
+		}
+		i := slots[j]
+		validity[i/8] |= 1 << (i % 8)
+		binary.LittleEndian.PutUint64(rowids[i*8:], uint64(v.rowid))
+		encodeVector(vectors[i*stride:i*stride], v.vec)
+	}
+	b := w.ws.bulk
+	if _, err := w.st(b.setChunk).ExecContext(w.ctx, validity, rowids, chunkID); err != nil {
+		return err
+	}
+	if _, err := w.st(b.setVectors).ExecContext(w.ctx, vectors, chunkID); err != nil {
+		return err
+	}
+	for j, v := range vs {
+		if _, err := w.st(b.insRowid).ExecContext(w.ctx, v.rowid, chunkID, slots[j]); err != nil {
+			return err
 		}
 	}
 	return nil
