@@ -103,8 +103,12 @@ type PartitionStatus struct {
 	KeywordIndex      string `json:"keywordIndex,omitempty"`
 	KeywordIndexBytes int64  `json:"keywordIndexBytes,omitempty"`
 	VectorIndexBytes  int64  `json:"vectorIndexBytes,omitempty"`
-	Namespaces        int64  `json:"namespaces"`
-	DLQ               uint64 `json:"dlq"`
+	// Checkpoints counts the WAL checkpoints run in the background since
+	// the shard opened; CheckpointError is the last one's error.
+	Checkpoints     int64  `json:"checkpoints,omitempty"`
+	CheckpointError string `json:"checkpointError,omitempty"`
+	Namespaces      int64  `json:"namespaces"`
+	DLQ             uint64 `json:"dlq"`
 	// RecordsMerged counts memory record upserts since start that updated a
 	// near-duplicate record instead of adding one.
 	RecordsMerged uint64 `json:"recordsMerged"`

@@ -16,6 +16,7 @@ type Shard interface {
 	PendingVectors(ctx context.Context, limit int) ([]store.PendingChunk, error)
 	SetVectors(ctx context.Context, vs []store.ChunkVector) (int, error)
 	Stats(ctx context.Context) (store.Stats, error)
+	Checkpoints() (runs int64, lastErr string)
 	FileHash(ctx context.Context, ns, path string) (string, bool, error)
 	VectorSearch(ctx context.Context, ns string, vec []float32, f store.Filter, limit int) ([]store.Candidate, error)
 	Chunks(ctx context.Context, ids []string) (map[string]store.ChunkRecord, error)

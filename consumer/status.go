@@ -34,6 +34,7 @@ func (w *Worker) Status(ctx context.Context) []memindex.PartitionStatus {
 				ps.Error = "consumer info: " + err.Error()
 			}
 		}
+		ps.Checkpoints, ps.CheckpointError = p.shard.Checkpoints()
 		if st, err := p.shard.Stats(ctx); err == nil {
 			ps.Messages, ps.Chunks, ps.Sessions = st.Messages, st.Chunks, st.Sessions
 			ps.VectorsWaiting, ps.Namespaces = st.VectorsWaiting, st.Namespaces

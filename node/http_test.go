@@ -189,6 +189,14 @@ func TestMetricsAfterIngestAndSearch(t *testing.T) {
 	if m[`memindex_sqlite_wal_bytes{partition="`+p+`"}`] <= 0 {
 		t.Errorf("memindex_sqlite_wal_bytes{partition=%q} = %v, want the size of the shard's WAL", p, m[`memindex_sqlite_wal_bytes{partition="`+p+`"}`])
 	}
+	// The checkpointer runs after the commit, on its own goroutine.
+	ckpt := `memindex_sqlite_checkpoints_total{partition="` + p + `"}`
+	for deadline := time.Now().Add(10 * time.Second); m[ckpt] < 1; m, _ = scrape(t, n) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s = %v after 10s, want the checkpoints of the batches", ckpt, m[ckpt])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if _, ok := m[`memindex_breaker_state{provider="builtin"}`]; ok {
 		t.Errorf("the built-in embedder has no breaker, but /metrics reports one")
 	}

@@ -180,22 +180,23 @@ func isBusy(err error) bool {
 type statusCollector struct {
 	n *Node
 
-	pending, ackPending, applied, waiting, wal, dlq *prometheus.Desc
-	cacheHits, cacheMisses, breaker                 *prometheus.Desc
-	memLimit, memHeap, memRSS, memSQLite, indexes   *prometheus.Desc
+	pending, ackPending, applied, waiting, wal, checkpoints, dlq *prometheus.Desc
+	cacheHits, cacheMisses, breaker                              *prometheus.Desc
+	memLimit, memHeap, memRSS, memSQLite, indexes                *prometheus.Desc
 }
 
 func newStatusCollector(n *Node) *statusCollector {
 	part := []string{labelPartition}
 	return &statusCollector{
-		n:          n,
-		pending:    prometheus.NewDesc("memindex_consumer_pending", "Events in the stream not yet delivered to the partition's consumer (the lag).", part, nil),
-		ackPending: prometheus.NewDesc("memindex_consumer_ack_pending", "Events delivered to the partition's consumer and not yet acknowledged.", part, nil),
-		applied:    prometheus.NewDesc("memindex_applied_sequence", "Last stream sequence the partition's shard applied.", part, nil),
-		waiting:    prometheus.NewDesc("memindex_chunks_waiting_vectors", "Chunks committed without a vector, waiting for the backfill (keyword search covers them).", part, nil),
-		wal:        prometheus.NewDesc("memindex_sqlite_wal_bytes", "Size of the partition shard's SQLite write-ahead log file.", part, nil),
-		dlq:        prometheus.NewDesc("memindex_dlq_messages", "Dead-lettered events of the partition in MEMINDEX_DLQ.", part, nil),
-		cacheHits:  prometheus.NewDesc("memindex_embed_cache_hits_total", "Texts whose vector the embedding cache held.", nil, nil),
+		n:           n,
+		pending:     prometheus.NewDesc("memindex_consumer_pending", "Events in the stream not yet delivered to the partition's consumer (the lag).", part, nil),
+		ackPending:  prometheus.NewDesc("memindex_consumer_ack_pending", "Events delivered to the partition's consumer and not yet acknowledged.", part, nil),
+		applied:     prometheus.NewDesc("memindex_applied_sequence", "Last stream sequence the partition's shard applied.", part, nil),
+		waiting:     prometheus.NewDesc("memindex_chunks_waiting_vectors", "Chunks committed without a vector, waiting for the backfill (keyword search covers them).", part, nil),
+		wal:         prometheus.NewDesc("memindex_sqlite_wal_bytes", "Size of the partition shard's SQLite write-ahead log file.", part, nil),
+		checkpoints: prometheus.NewDesc("memindex_sqlite_checkpoints_total", "WAL checkpoints the partition shard's background checkpointer ran since the shard opened.", part, nil),
+		dlq:         prometheus.NewDesc("memindex_dlq_messages", "Dead-lettered events of the partition in MEMINDEX_DLQ.", part, nil),
+		cacheHits:   prometheus.NewDesc("memindex_embed_cache_hits_total", "Texts whose vector the embedding cache held.", nil, nil),
 		cacheMisses: prometheus.NewDesc("memindex_embed_cache_misses_total",
 			"Texts the embedding cache did not hold (embedded by the provider).", nil, nil),
 		memLimit:  prometheus.NewDesc("memindex_memory_limit_bytes", "The worker's --memory-limit (0: none).", nil, nil),
@@ -209,7 +210,7 @@ func newStatusCollector(n *Node) *statusCollector {
 
 // Describe sends the descriptions of the status gauges.
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.pending, c.ackPending, c.applied, c.waiting, c.wal, c.dlq, c.cacheHits, c.cacheMisses, c.breaker, c.memLimit, c.memHeap, c.memRSS, c.memSQLite, c.indexes} {
+	for _, d := range []*prometheus.Desc{c.pending, c.ackPending, c.applied, c.waiting, c.wal, c.checkpoints, c.dlq, c.cacheHits, c.cacheMisses, c.breaker, c.memLimit, c.memHeap, c.memRSS, c.memSQLite, c.indexes} {
 		ch <- d
 	}
 }
@@ -234,6 +235,7 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.applied, float64(p.AppliedSeq), l)
 		gauge(c.waiting, float64(p.VectorsWaiting), l)
 		gauge(c.dlq, float64(p.DLQ), l)
+		ch <- prometheus.MustNewConstMetric(c.checkpoints, prometheus.CounterValue, float64(p.Checkpoints), l)
 		gauge(c.indexes, float64(p.KeywordIndexBytes), l, "keyword")
 		gauge(c.indexes, float64(p.VectorIndexBytes), l, "vector")
 		if sh, ok := shards[p.Partition]; ok {

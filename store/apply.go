@@ -320,6 +320,7 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 	if err := tx.Commit(); err != nil {
 		return ApplyStats{}, fmt.Errorf("commit: %w", err)
 	}
+	s.ckpt.kick()
 	if s.applyHook != nil {
 		_ = s.applyHook("commit") // committed: the hook only observes
 	}

@@ -75,6 +75,11 @@
 // sqlite-vec (OpenSQLite), the dot product of the scan (Dot) and the vector
 // BLOB encoding, so other layouts can be compared with a shard on equal terms.
 //
+// The WAL is checkpointed by a goroutine with a connection of its own that
+// the writer kicks after each commit (checkpoint.go); the writer's own
+// automatic checkpoint only bounds the WAL (walValveFrames) should that
+// goroutine fall behind.
+//
 // CheckFile (integrity.go) checks a shard file without opening it as a
 // Shard: PRAGMA integrity_check and, unless read-only, FTS5's
 // integrity-check (for `memindex doctor`).

@@ -90,6 +90,7 @@ func (s *Shard) setVectors(ctx context.Context, vs []ChunkVector) (int, error) {
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("commit: %w", err)
 	}
+	s.ckpt.kick()
 	s.index.apply(w.ops)
 	return w.stats.VectorsWritten, nil
 }

@@ -111,14 +111,16 @@ func (c Config) CacheBytes() int64 {
 }
 
 // sqlOpen opens a pool of the shard driver's connections to dsn, each with
-// mmap_size set to mmap bytes after the driver's own tuning.
-func sqlOpen(dsn string, mmap int64) *sql.DB {
-	return sql.OpenDB(mmapConnector{dsn: dsn, mmap: mmap})
+// mmap_size set to mmap bytes after the driver's own tuning, then the
+// pragmas more (if any).
+func sqlOpen(dsn string, mmap int64, more ...string) *sql.DB {
+	return sql.OpenDB(mmapConnector{dsn: dsn, mmap: mmap, more: more})
 }
 
 type mmapConnector struct {
 	dsn  string
 	mmap int64
+	more []string
 }
 
 func (c mmapConnector) Connect(context.Context) (driver.Conn, error) {
@@ -126,9 +128,11 @@ func (c mmapConnector) Connect(context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.(*sqlite3.SQLiteConn).Exec(fmt.Sprintf("PRAGMA mmap_size = %d", c.mmap), nil); err != nil {
-		conn.Close()
-		return nil, err
+	for _, q := range append([]string{fmt.Sprintf("PRAGMA mmap_size = %d", c.mmap)}, c.more...) {
+		if _, err := conn.(*sqlite3.SQLiteConn).Exec(q, nil); err != nil {
+			conn.Close()
+			return nil, err
+		}
 	}
 	return conn, nil
 }
@@ -181,8 +185,11 @@ type Shard struct {
 	visible sync.RWMutex
 	w       *sql.DB // MaxOpenConns 1: the only writer
 	r       *sql.DB // readers, query_only
-	ws      *writeStmts
-	index   *vectorIndex
+	// ckpt checkpoints the WAL after the writer's commits (checkpoint.go;
+	// nil when read-only).
+	ckpt  *checkpointer
+	ws    *writeStmts
+	index *vectorIndex
 	// kw is the keyword index (kwindex.go); nil when it failed to follow a
 	// commit, and then FTS5 ranks every keyword search.
 	kw atomic.Pointer[kwIndex]
@@ -255,7 +262,10 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	if cfg.NoSqliteVec {
 		common += "&" + noVecParam
 	}
-	w := sqlOpen(dsn(path, "_journal_mode=WAL&_txlock=immediate&"+common), cfg.MmapBytes)
+	// The writer checkpoints the WAL only past walValveFrames pages: the
+	// checkpointer does it in the background (checkpoint.go).
+	w := sqlOpen(dsn(path, "_journal_mode=WAL&_txlock=immediate&"+common), cfg.MmapBytes,
+		fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", walValveFrames))
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
@@ -297,6 +307,10 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	s.r.SetConnMaxIdleTime(0)
 	if err := verify(ctx, s.r, false); err != nil {
 		return nil, fmt.Errorf("reader: %w", err)
+	}
+	ckptParams := fmt.Sprintf("_busy_timeout=%d&_synchronous=NORMAL&_cache_size=-64&%s", busyTimeoutMS, noVecParam)
+	if s.ckpt, err = startCheckpointer(path, ckptParams); err != nil {
+		return nil, err
 	}
 	if err := s.setupVectors(ctx, cfg.NoSqliteVec, vecErr); err != nil {
 		return nil, err
@@ -455,6 +469,7 @@ func (s *Shard) Close(ctx context.Context) error {
 
 func (s *Shard) closeDBs() error {
 	var errs []error
+	errs = append(errs, s.ckpt.stop())
 	if s.ws != nil {
 		errs = append(errs, s.ws.close())
 	}

@@ -15,7 +15,8 @@ import (
 // and requires the same rows in every vec0 shadow table and in
 // sqlite_sequence after each batch, and the same vec0 KNN answers. The
 // batches take each path: the first chunk (made by vec0), a chunk's free
-// slots filled by vec0, whole chunks written in bulk and a last one
+// slots filled by vec0 (fewer than vec0FillMin) and by rewriting its BLOBs
+// (more, gaps left by deletes included), whole chunks written in bulk and a last one
 // partly filled, vectors freed by deleted sessions and re-chunked tails
 // (their slots reused), a record replaced twice in one batch (a queued
 // vector deleted in its own transaction), vectors set later by

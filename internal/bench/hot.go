@@ -34,6 +34,14 @@ type HotFigure struct {
 	Sessions  int     `json:"sessions"`
 	Seconds   float64 `json:"seconds"`
 	PerSecond float64 `json:"messagesPerSecond"`
+	// CPUMicrosPerMessage is the process's CPU time (user and system, all
+	// threads: the worker, the in-process NATS server and the publisher)
+	// over the run, a message; CoresBusy is that CPU time over the run's
+	// wall time. What a message costs in CPU says what more cores could
+	// give; cores busy below the box's says a stage waits rather than
+	// computes.
+	CPUMicrosPerMessage float64 `json:"cpuMicrosPerMessage,omitempty"`
+	CoresBusy           float64 `json:"coresBusy,omitempty"`
 }
 
 // Systems of the hot suite, as its table names them.
@@ -81,12 +89,16 @@ func runHot(ctx context.Context, h harness.Hooks, n harness.Node, messages, sess
 		{HotMemindexMany, (messages + 99) / 100, generatedEventsIn(fmt.Sprintf("bench-many-%d", messages), messages)},
 	} {
 		say("hot: %s, %d messages in %d sessions …", c.system, messages, c.sessions)
+		cpu0, t0 := processCPU(), time.Now()
 		fig, err := ingest(ctx, h, n, c.system, c.lines, "")
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, HotFigure{System: c.system, Messages: len(c.lines), Sessions: c.sessions, Seconds: fig.Seconds, PerSecond: fig.PerSecond})
-		say("  %.0f messages/s (%.2fs)", fig.PerSecond, fig.Seconds)
+		cpu, wall := (processCPU() - cpu0).Seconds(), time.Since(t0).Seconds()
+		hf := HotFigure{System: c.system, Messages: len(c.lines), Sessions: c.sessions, Seconds: fig.Seconds, PerSecond: fig.PerSecond,
+			CPUMicrosPerMessage: cpu * 1e6 / float64(len(c.lines)), CoresBusy: cpu / wall}
+		out = append(out, hf)
+		say("  %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy", fig.PerSecond, fig.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy)
 	}
 	return out, nil
 }
