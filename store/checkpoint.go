@@ -3,8 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync/atomic"
+
+	"github.com/mattn/go-sqlite3"
 )
 
 // A shard's WAL is checkpointed (its frames copied into the database file)
@@ -88,6 +91,10 @@ func (c *checkpointer) run(ctx context.Context) {
 			return
 		}
 		c.runs.Add(1)
+		var se sqlite3.Error
+		if errors.As(err, &se) && se.Code == sqlite3.ErrBusy {
+			err = nil // another checkpoint (the writer's bound) is running: not a failure
+		}
 		if err != nil {
 			c.lastErr.Store(err.Error())
 		} else {

@@ -22,15 +22,17 @@ func TestCheckpointsKeepTheWALShort(t *testing.T) {
 	background := openTest(t, dims)
 	none := openTest(t, dims)
 	stopCheckpointer(t, none)
-	defer func(v int) { walValveFrames = v }(walValveFrames)
+	orig := walValveFrames
 	walValveFrames = 64
 	valve := openTest(t, dims)
+	walValveFrames = orig // the shards keep what they opened with
 	stopCheckpointer(t, valve)
-	walValveFrames = 8192 // restored by the defer; the shards keep what they opened with
 
-	var auto int
-	if err := background.w.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&auto); err != nil || auto != 8192 {
-		t.Fatalf("writer wal_autocheckpoint = %d (%v), want 8192", auto, err)
+	for s, want := range map[*Shard]int{background: orig, valve: 64} {
+		var auto int
+		if err := s.w.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&auto); err != nil || auto != want {
+			t.Fatalf("writer wal_autocheckpoint = %d (%v), want %d", auto, err, want)
+		}
 	}
 
 	r := rand.New(rand.NewPCG(3, 4))
