@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 )
 
 // vec0's INSERT writes one vector with about a dozen steps: a _rowids row,
@@ -148,16 +149,14 @@ func (w *writer) flushVectors() error {
 
 // fillVec0Chunk writes vs (no more than the chunk's free slots) into the
 // free slots of chunk chunkID in the order vec0's INSERT takes them (the
-// lowest first): each slot's validity bit, rowid and vector, written back
-// as the chunk's BLOBs, and each vector's _rowids row.
+// lowest first), the chunk's BLOBs written back.
 func (w *writer) fillVec0Chunk(chunkID, size int64, validity, rowids []byte, vs []queuedVector) error {
 	var vectors []byte
 	if err := w.st(w.ws.bulk.vectors).QueryRowContext(w.ctx, chunkID).Scan(&vectors); err != nil {
 		return fmt.Errorf("chunk %d vectors: %w", chunkID, err)
 	}
-	stride := w.dims * 4
-	if int64(len(vectors)) != size*int64(stride) {
-		return fmt.Errorf("chunk %d holds %d bytes of vectors, want %d", chunkID, len(vectors), size*int64(stride))
+	if want := size * int64(w.dims) * 4; int64(len(vectors)) != want {
+		return fmt.Errorf("chunk %d holds %d bytes of vectors, want %d", chunkID, len(vectors), want)
 	}
 	slots := make([]int, 0, len(vs))
 	for i := 0; i < int(size) && len(slots) < len(vs); i++ {
@@ -168,14 +167,8 @@ func (w *writer) fillVec0Chunk(chunkID, size int64, validity, rowids []byte, vs 
 	if len(slots) != len(vs) {
 		return fmt.Errorf("chunk %d has %d free slots for %d vectors", chunkID, len(slots), len(vs))
 	}
-	for j, v := range vs {
-		if len(v.vec) != w.dims {
-			return fmt.Errorf("vector of %d floats, want %d: %w", len(v.vec), w.dims, ErrDims)
-		}
-		i := slots[j]
-		validity[i/8] |= 1 << (i % 8)
-		binary.LittleEndian.PutUint64(rowids[i*8:], uint64(v.rowid))
-		encodeVector(vectors[i*stride:i*stride], v.vec)
+	if err := w.placeVectors(validity, rowids, vectors, slots, vs); err != nil {
+		return err
 	}
 	b := w.ws.bulk
 	if _, err := w.st(b.setChunk).ExecContext(w.ctx, validity, rowids, chunkID); err != nil {
@@ -184,12 +177,7 @@ func (w *writer) fillVec0Chunk(chunkID, size int64, validity, rowids []byte, vs 
 	if _, err := w.st(b.setVectors).ExecContext(w.ctx, vectors, chunkID); err != nil {
 		return err
 	}
-	for j, v := range vs {
-		if _, err := w.st(b.insRowid).ExecContext(w.ctx, v.rowid, chunkID, slots[j]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return w.insertRowids(chunkID, slots, vs)
 }
 
 // insertVec0 writes one vector with vec0's INSERT.
@@ -204,19 +192,19 @@ func (w *writer) insertVec0(v queuedVector) error {
 // writeVec0Chunk writes vs (at most size) as a new chunk of size slots:
 // the rows vec0_new_chunk inserts, with the validity bits, rowids and
 // vectors its INSERTs would then write into them, and each vector's
-// _rowids row.
+// _rowids row. The vectors' BLOB is built in w.buf (the driver copies
+// bound BLOBs).
 func (w *writer) writeVec0Chunk(size int64, vs []queuedVector) error {
 	validity := make([]byte, size/8)
 	rowids := make([]byte, size*8)
-	vectors := make([]byte, size*int64(w.dims)*4)
-	for i, v := range vs {
-		if len(v.vec) != w.dims {
-			return fmt.Errorf("vector of %d floats, want %d: %w", len(v.vec), w.dims, ErrDims)
-		}
-		validity[i/8] |= 1 << (i % 8)
-		binary.LittleEndian.PutUint64(rowids[i*8:], uint64(v.rowid))
-		off := i * w.dims * 4
-		encodeVector(vectors[off:off], v.vec)
+	w.buf = slices.Grow(w.buf[:0], int(size)*w.dims*4)[:int(size)*w.dims*4]
+	clear(w.buf) // the free slots are zeros, as vec0 makes them
+	slots := make([]int, len(vs))
+	for i := range slots {
+		slots[i] = i
+	}
+	if err := w.placeVectors(validity, rowids, w.buf, slots, vs); err != nil {
+		return err
 	}
 	b := w.ws.bulk
 	res, err := w.st(b.insChunk).ExecContext(w.ctx, size, validity, rowids)
@@ -227,11 +215,33 @@ func (w *writer) writeVec0Chunk(size int64, vs []queuedVector) error {
 	if err != nil {
 		return err
 	}
-	if _, err := w.st(b.insVectors).ExecContext(w.ctx, chunkID, vectors); err != nil {
+	if _, err := w.st(b.insVectors).ExecContext(w.ctx, chunkID, w.buf); err != nil {
 		return err
 	}
-	for i, v := range vs {
-		if _, err := w.st(b.insRowid).ExecContext(w.ctx, v.rowid, chunkID, i); err != nil {
+	return w.insertRowids(chunkID, slots, vs)
+}
+
+// placeVectors sets slot slots[j] of a chunk's BLOBs to vs[j]: its
+// validity bit, its rowid and its vector.
+func (w *writer) placeVectors(validity, rowids, vectors []byte, slots []int, vs []queuedVector) error {
+	stride := w.dims * 4
+	for j, v := range vs {
+		if len(v.vec) != w.dims {
+			return fmt.Errorf("vector of %d floats, want %d: %w", len(v.vec), w.dims, ErrDims)
+		}
+		i := slots[j]
+		validity[i/8] |= 1 << (i % 8)
+		binary.LittleEndian.PutUint64(rowids[i*8:], uint64(v.rowid))
+		encodeVector(vectors[i*stride:i*stride], v.vec)
+	}
+	return nil
+}
+
+// insertRowids writes the _rowids row of each of vs, at slots[j] of chunk
+// chunkID.
+func (w *writer) insertRowids(chunkID int64, slots []int, vs []queuedVector) error {
+	for j, v := range vs {
+		if _, err := w.st(w.ws.bulk.insRowid).ExecContext(w.ctx, v.rowid, chunkID, slots[j]); err != nil {
 			return err
 		}
 	}
