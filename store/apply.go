@@ -15,20 +15,35 @@ import (
 // SQL the writer runs, prepared once at Open on the single writer connection
 // and bound to each transaction with Tx.StmtContext.
 const (
-	sqlUpsertMessage = `INSERT INTO messages(namespace, session_key, session_id, seq, id, role, speaker, text, ts)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT(namespace, session_key, session_id, seq) DO UPDATE SET
+	// sqlSidOf is the sid of the session named by three parameters
+	// (namespace, session key, session id), NULL when it has none
+	// (migration 0009).
+	sqlSidOf         = `(SELECT sid FROM sessions WHERE namespace = ? AND session_key = ? AND session_id = ?)`
+	sqlSidsOfKey     = `(SELECT sid FROM sessions WHERE namespace = ? AND session_key = ?)`
+	sqlSelectSid     = `SELECT sid FROM sessions WHERE namespace = ? AND session_key = ? AND session_id = ?`
+	sqlInsertSession = `INSERT INTO sessions(namespace, session_key, session_id) VALUES (?, ?, ?)`
+	// sqlSessionsOf are the sids of a key's sessions (of one session id,
+	// when the third parameter is not NULL).
+	sqlSessionsOf    = `SELECT sid FROM sessions WHERE namespace = ? AND session_key = ? AND (?3 IS NULL OR session_id = ?3)`
+	sqlUpsertMessage = `INSERT INTO messages(sid, namespace, session_key, session_id, seq, id, role, speaker, text, ts)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT(sid, seq) DO UPDATE SET
 		id = excluded.id, role = excluded.role, speaker = excluded.speaker, text = excluded.text, ts = excluded.ts`
-	sqlDeleteMessagesKey     = `DELETE FROM messages WHERE namespace = ? AND session_key = ?`
-	sqlDeleteMessagesSession = `DELETE FROM messages WHERE namespace = ? AND session_key = ? AND session_id = ?`
-	sqlDeleteChunksKey       = `DELETE FROM chunks WHERE namespace = ? AND session_key = ? RETURNING rowid, fts_body, fts_words, fts_ctx, sk, has_vector`
-	sqlDeleteChunksSession   = `DELETE FROM chunks WHERE namespace = ? AND session_key = ? AND session_id = ? RETURNING rowid, fts_body, fts_words, fts_ctx, sk, has_vector`
-	sqlSelectTail            = `SELECT rowid, id, fts_body, fts_words, fts_ctx, sk, has_vector FROM chunks
-		WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq_start >= ?`
+	sqlDeleteMessagesKey     = `DELETE FROM messages WHERE sid IN ` + sqlSidsOfKey
+	sqlDeleteMessagesSession = `DELETE FROM messages WHERE sid = ` + sqlSidOf
+	// sqlDropEmptySession deletes the session sid when no message and no
+	// chunk names it any more.
+	sqlDropEmptySession = `DELETE FROM sessions WHERE sid = ?
+		AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.sid = sessions.sid)
+		AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sessions.sid) RETURNING namespace, session_key, session_id`
+	sqlDeleteChunksKey     = `DELETE FROM chunks WHERE sid IN ` + sqlSidsOfKey + ` RETURNING rowid, fts_body, fts_words, fts_ctx, sk, has_vector, sid`
+	sqlDeleteChunksSession = `DELETE FROM chunks WHERE sid = ` + sqlSidOf + ` RETURNING rowid, fts_body, fts_words, fts_ctx, sk, has_vector, sid`
+	sqlSelectTail          = `SELECT rowid, id, fts_body, fts_words, fts_ctx, sk, has_vector, sid FROM chunks
+		WHERE sid = ` + sqlSidOf + ` AND seq_start >= ?`
 	sqlDeleteChunk = `DELETE FROM chunks WHERE rowid = ?`
-	sqlInsertChunk = `INSERT INTO chunks(id, namespace, source, session_key, session_id, seq_start, seq_end, part, text, ts_start, ts_end, has_vector, created_at, path, dir_path, fts_seg, fts_words, fts_ver, context, ctx_seg)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, unixepoch(), ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`
-	sqlDeleteFileChunks = `DELETE FROM chunks WHERE namespace = ? AND path = ? AND source = ? RETURNING rowid, fts_body, fts_words, fts_ctx, sk, has_vector`
+	sqlInsertChunk = `INSERT INTO chunks(sid, id, namespace, source, session_key, session_id, seq_start, seq_end, part, text, ts_start, ts_end, has_vector, created_at, path, dir_path, fts_seg, fts_words, fts_ver, context, ctx_seg)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, unixepoch(), ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`
+	sqlDeleteFileChunks = `DELETE FROM chunks WHERE namespace = ? AND path = ? AND source = ? RETURNING rowid, fts_body, fts_words, fts_ctx, sk, has_vector, sid`
 	sqlDeleteFile       = `DELETE FROM files WHERE namespace = ? AND path = ?`
 	sqlUpsertFile       = `INSERT INTO files(namespace, path, dir_path, content_hash, content, updated_at) VALUES (?, ?, ?, ?, ?, unixepoch())
 		ON CONFLICT(namespace, path) DO UPDATE SET dir_path = excluded.dir_path, content_hash = excluded.content_hash,
@@ -48,6 +63,7 @@ type writeStmts struct {
 	deleteChunksKey, deleteChunksSession, selectTail        *sql.Stmt
 	deleteChunk, insertChunk, ftsInsert, ftsDelete          *sql.Stmt
 	vecInsert, vecDelete, setHasVec, setSeq                 *sql.Stmt
+	selectSid, insertSession, sessionsOf, dropEmpty         *sql.Stmt
 	// bulk writes a transaction's vectors into vec_chunks' shadow tables
 	// (vec0bulk.go); nil in go-scan mode or when it cannot.
 	bulk *vec0Bulk
@@ -76,6 +92,10 @@ func prepareWriteStmts(ctx context.Context, db *sql.DB, plain bool) (*writeStmts
 		{&ws.ftsDelete, sqlFTSDelete},
 		{&ws.setHasVec, sqlSetHasVec},
 		{&ws.setSeq, sqlSetSeq},
+		{&ws.selectSid, sqlSelectSid},
+		{&ws.insertSession, sqlInsertSession},
+		{&ws.sessionsOf, sqlSessionsOf},
+		{&ws.dropEmpty, sqlDropEmptySession},
 	} {
 		st, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -142,11 +162,131 @@ type writer struct {
 	stats ApplyStats
 	// nsDelta is the change of each namespace's chunk count.
 	nsDelta map[string]int64
+	// sids is the shard's cache of session ids (sessions.sid) as of the
+	// last commit; newSids what this transaction changed of it, 0 for a
+	// session it deleted (see sidCache).
+	sids    *sidCache
+	newSids map[SessionRef]int64
+	// emptied are the sids of sessions this transaction deleted chunks of,
+	// which dropEmptied drops when nothing names them any more.
+	emptied map[int64]bool
 }
 
-func newWriter(ctx context.Context, tx *sql.Tx, ws *writeStmts, dims int) *writer {
+func newWriter(ctx context.Context, tx *sql.Tx, ws *writeStmts, dims int, sids *sidCache) *writer {
 	return &writer{parent: ctx, ctx: context.WithoutCancel(ctx), tx: tx, ws: ws, dims: dims,
-		bound: make(map[*sql.Stmt]*sql.Stmt, 16), nsDelta: map[string]int64{}}
+		bound: make(map[*sql.Stmt]*sql.Stmt, 16), nsDelta: map[string]int64{}, sids: sids}
+}
+
+// sidCacheMax bounds the entries of a sidCache: beyond it the cache starts
+// over (an entry costs about 100 bytes; a miss, one indexed read).
+const sidCacheMax = 1 << 16
+
+// sidCache maps sessions to their sessions.sid as committed. Only the
+// writer uses it (under the shard's writeMu); a transaction's own changes
+// stay in its writer until the commit (commitSids), so a rolled-back
+// transaction leaves no sid behind that the file does not hold.
+type sidCache struct{ m map[SessionRef]int64 }
+
+func newSidCache() *sidCache { return &sidCache{m: map[SessionRef]int64{}} }
+
+// sid returns the sid of ref's session, adding the session to sessions
+// when it has none yet.
+func (w *writer) sid(ref SessionRef) (int64, error) {
+	if id, ok := w.newSids[ref]; ok && id != 0 {
+		return id, nil
+	} else if !ok {
+		if id, ok := w.sids.m[ref]; ok {
+			return id, nil
+		}
+	}
+	var id int64
+	err := w.st(w.ws.selectSid).QueryRowContext(w.ctx, ref.Namespace, ref.SessionKey, ref.SessionID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		var res sql.Result
+		if res, err = w.st(w.ws.insertSession).ExecContext(w.ctx, ref.Namespace, ref.SessionKey, ref.SessionID); err == nil {
+			id, err = res.LastInsertId()
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("session %s/%s/%s: %w", ref.Namespace, ref.SessionKey, ref.SessionID, err)
+	}
+	w.setSid(ref, id)
+	return id, nil
+}
+
+func (w *writer) setSid(ref SessionRef, id int64) {
+	if w.newSids == nil {
+		w.newSids = map[SessionRef]int64{}
+	}
+	w.newSids[ref] = id
+}
+
+// emptiedKey adds to w.emptied the sessions of ref's key (of ref's
+// session id only, when it has one).
+func (w *writer) emptiedKey(ref SessionRef) error {
+	var id any
+	if ref.SessionID != "" {
+		id = ref.SessionID
+	}
+	rows, err := w.st(w.ws.sessionsOf).QueryContext(w.ctx, ref.Namespace, ref.SessionKey, id)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var sid int64
+		if err := rows.Scan(&sid); err != nil {
+			rows.Close()
+			return err
+		}
+		w.markEmptied(sid)
+	}
+	return rows.Close()
+}
+
+func (w *writer) markEmptied(sid int64) {
+	if w.emptied == nil {
+		w.emptied = map[int64]bool{}
+	}
+	w.emptied[sid] = true
+}
+
+// dropEmptied deletes the sessions rows of w.emptied that no message and
+// no chunk names any more (a session deleted, a session's last chunks
+// replaced by none, a file's or record's deleted).
+func (w *writer) dropEmptied() error {
+	for sid := range w.emptied {
+		rows, err := w.st(w.ws.dropEmpty).QueryContext(w.ctx, sid)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var ref SessionRef
+			if err := rows.Scan(&ref.Namespace, &ref.SessionKey, &ref.SessionID); err != nil {
+				rows.Close()
+				return err
+			}
+			w.setSid(ref, 0)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+	}
+	clear(w.emptied)
+	return nil
+}
+
+// commitSids makes the committed transaction's session ids the cache's.
+func (w *writer) commitSids() {
+	if len(w.sids.m)+len(w.newSids) > sidCacheMax {
+		clear(w.sids.m)
+	}
+	for ref, id := range w.newSids {
+		if id == 0 {
+			delete(w.sids.m, ref)
+		} else {
+			w.sids.m[ref] = id
+		}
+	}
 }
 
 // addKWOp records a keyword index change and hands its row to the counter.
@@ -209,7 +349,7 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 		return ApplyStats{}, err
 	}
 	defer tx.Rollback()
-	w := newWriter(ctx, tx, s.ws, s.dims)
+	w := newWriter(ctx, tx, s.ws, s.dims, s.sids)
 	defer w.close()
 	if kw := s.kw.Load(); kw != nil { // counted now, posted after the commit (kwprep.go)
 		w.prep = startKWPrep(kw)
@@ -296,6 +436,9 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 			if err := w.flushVectors(); err != nil {
 				return err
 			}
+			if err := w.dropEmptied(); err != nil {
+				return fmt.Errorf("sessions: %w", err)
+			}
 			if _, err := w.st(w.ws.setSeq).ExecContext(w.ctx, int64(b.Seq)); err != nil {
 				return fmt.Errorf("applied seq: %w", err)
 			}
@@ -320,6 +463,7 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 	if err := tx.Commit(); err != nil {
 		return ApplyStats{}, fmt.Errorf("commit: %w", err)
 	}
+	w.commitSids()
 	s.ckpt.kick()
 	if s.applyHook != nil {
 		_ = s.applyHook("commit") // committed: the hook only observes
@@ -413,6 +557,7 @@ type deletedChunk struct {
 	ctx       string
 	sk        string // the session key token it was indexed with (chunks.sk)
 	hasVector bool
+	sid       int64
 }
 
 // deleteSession removes the messages and chunks (with their FTS rows and
@@ -440,7 +585,7 @@ func (w *writer) deleteSession(ref SessionRef) error {
 	if err := w.dropDeleted(ref.Namespace, rows); err != nil {
 		return err
 	}
-	return nil
+	return w.emptiedKey(ref) // the sessions that had messages only
 }
 
 // dropChunkIndexes removes the FTS row and vector of a deleted chunk.
@@ -460,12 +605,17 @@ func (w *writer) dropChunkIndexes(ns string, d deletedChunk) error {
 	}
 	w.stats.ChunksDeleted++
 	w.nsDelta[ns]--
+	w.markEmptied(d.sid)
 	return nil
 }
 
 func (w *writer) upsertMessage(m *Message) error {
-	_, err := w.st(w.ws.upsertMessage).ExecContext(w.ctx,
-		m.Namespace, m.SessionKey, m.SessionID, m.Seq, m.ID, m.Role, m.Speaker, m.Text, timeArg(m.Time))
+	sid, err := w.sid(SessionRef{Namespace: m.Namespace, SessionKey: m.SessionKey, SessionID: m.SessionID})
+	if err != nil {
+		return err
+	}
+	_, err = w.st(w.ws.upsertMessage).ExecContext(w.ctx,
+		sid, m.Namespace, m.SessionKey, m.SessionID, m.Seq, m.ID, m.Role, m.Speaker, m.Text, timeArg(m.Time))
 	if err != nil {
 		return err
 	}
@@ -503,8 +653,9 @@ func (w *writer) readTails(rcs []SessionChunks) error {
 	for start := 0; start < len(reqs); start += tailSessionsPerQuery {
 		part := reqs[start:min(start+tailSessionsPerQuery, len(reqs))]
 		rows, err := w.tx.QueryContext(w.ctx, tailValues(len(part))+`
-			SELECT s.i, c.rowid, c.id, c.fts_body, c.fts_words, c.fts_ctx, c.sk, c.has_vector FROM s CROSS JOIN chunks c
-			ON c.namespace = s.ns AND c.session_key = s.k AND c.session_id = s.sid AND c.seq_start >= s.seq`,
+			SELECT s.i, c.rowid, c.id, c.fts_body, c.fts_words, c.fts_ctx, c.sk, c.has_vector, c.sid FROM s
+			CROSS JOIN sessions ss ON ss.namespace = s.ns AND ss.session_key = s.k AND ss.session_id = s.id
+			CROSS JOIN chunks c ON c.sid = ss.sid AND c.seq_start >= s.seq`,
 			tailArgs(0, part)...)
 		if err != nil {
 			return err
@@ -515,7 +666,7 @@ func (w *writer) readTails(rcs []SessionChunks) error {
 		for rows.Next() {
 			var i int
 			var e storedChunk
-			if err := rows.Scan(&i, &e.rowid, &e.id, &e.text, &e.words, &e.ctx, &e.sk, &e.hasVector); err != nil {
+			if err := rows.Scan(&i, &e.rowid, &e.id, &e.text, &e.words, &e.ctx, &e.sk, &e.hasVector, &e.sid); err != nil {
 				rows.Close()
 				return err
 			}
@@ -544,7 +695,7 @@ func (w *writer) tail(sc *SessionChunks) ([]storedChunk, error) {
 	var tail []storedChunk
 	for rows.Next() {
 		var e storedChunk
-		if err := rows.Scan(&e.rowid, &e.id, &e.text, &e.words, &e.ctx, &e.sk, &e.hasVector); err != nil {
+		if err := rows.Scan(&e.rowid, &e.id, &e.text, &e.words, &e.ctx, &e.sk, &e.hasVector, &e.sid); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -613,8 +764,12 @@ func (w *writer) insertChunk(c *Chunk) error {
 	if ccjk {
 		fi.ver = tokenizerVersion
 	}
+	sid, err := w.sid(SessionRef{Namespace: c.Namespace, SessionKey: c.SessionKey, SessionID: c.SessionID})
+	if err != nil {
+		return err
+	}
 	res, err := w.st(w.ws.insertChunk).ExecContext(w.ctx,
-		c.ID, c.Namespace, c.Source, c.SessionKey, c.SessionID, c.SeqStart, c.SeqEnd, c.Part, c.Text,
+		sid, c.ID, c.Namespace, c.Source, c.SessionKey, c.SessionID, c.SeqStart, c.SeqEnd, c.Part, c.Text,
 		timeArg(c.TimeStart), timeArg(c.TimeEnd), c.Vector != nil, c.Path, c.DirPath, fi.seg, fi.words, fi.ver, c.Context, cseg)
 	if err != nil {
 		return err
@@ -752,7 +907,7 @@ func (w *writer) dropDeleted(ns string, rows *sql.Rows) error {
 	var dels []deletedChunk
 	for rows.Next() {
 		var d deletedChunk
-		if err := rows.Scan(&d.rowid, &d.text, &d.words, &d.ctx, &d.sk, &d.hasVector); err != nil {
+		if err := rows.Scan(&d.rowid, &d.text, &d.words, &d.ctx, &d.sk, &d.hasVector, &d.sid); err != nil {
 			rows.Close()
 			return err
 		}

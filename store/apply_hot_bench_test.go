@@ -23,18 +23,38 @@ import (
 // time of the process a message (all its threads), which a loaded box
 // inflates less than the wall time. Run it with
 // -benchtime=100000x for the bench suite's size.
+//
+// Batches of 250 are what each of 16 partitions commits when the
+// messages are spread over many namespaces; keys=agent names the
+// sessions as agent platforms do (a tenant namespace, a routing session
+// key, a UUID session id) instead of the short names of the bench suite.
 func BenchmarkApplyHotNamespace(b *testing.B) {
-	for _, per := range []int{1000, 4000} {
+	for _, per := range []int{250, 1000, 4000} {
 		b.Run(fmt.Sprintf("batch=%d", per), func(b *testing.B) {
-			benchmarkApplyHot(b, 1000, per)
+			benchmarkApplyHot(b, 1000, per, shortKeys)
 		})
 	}
+	b.Run("batch=1000/keys=agent", func(b *testing.B) {
+		benchmarkApplyHot(b, 1000, 1000, agentKeys)
+	})
 }
 
-func benchmarkApplyHot(b *testing.B, sessions, per int) {
+// shortKeys and agentKeys name session si of the hot namespace.
+func shortKeys(si int) SessionRef {
+	return SessionRef{Namespace: "hot", SessionKey: fmt.Sprintf("chat-%d", si), SessionID: "s1"}
+}
+
+func agentKeys(si int) SessionRef {
+	sum := sha256.Sum256([]byte(fmt.Sprint(si)))
+	h := hex.EncodeToString(sum[:16])
+	return SessionRef{Namespace: "tenant-7f3a9c2e", SessionKey: fmt.Sprintf("agent:main:telegram:direct:%d", 5_000_000_000+si*7919),
+		SessionID: h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]}
+}
+
+func benchmarkApplyHot(b *testing.B, sessions, per int, keys func(int) SessionRef) {
 	ctx := context.Background()
 	s := openTest(b, benchDims)
-	batches := hotBatches(b.N, sessions, per, benchDims)
+	batches := hotBatches(b.N, sessions, per, benchDims, keys)
 	var stage [5]time.Duration // messages, rechunk, seq, commit, indexes
 	var mark time.Time
 	names := map[string]int{"messages": 0, "rechunk": 1, "seq": 2, "commit": 3, "indexes": 4}
@@ -80,8 +100,7 @@ func processCPU() time.Duration {
 // hotBatches returns the batches of n messages over sessions interleaved
 // sessions, per messages a batch, as the consumer plans them: each session's
 // new messages, and its SessionChunks from its open (last) chunk on.
-func hotBatches(n, sessions, per, dims int) []Batch {
-	const ns = "hot"
+func hotBatches(n, sessions, per, dims int, keys func(int) SessionRef) []Batch {
 	r := rand.New(rand.NewPCG(13, 3))
 	type sess struct {
 		msgs []Message
@@ -97,7 +116,8 @@ func hotBatches(n, sessions, per, dims int) []Batch {
 			st := &ss[si]
 			seq := int64(len(st.msgs) + 1)
 			ts := t0.Add(time.Duration(i) * time.Second)
-			ref := SessionRef{Namespace: ns, SessionKey: fmt.Sprintf("chat-%d", si), SessionID: "s1"}
+			ref := keys(si)
+			ns := ref.Namespace
 			m := Message{Namespace: ns, SessionKey: ref.SessionKey, SessionID: ref.SessionID, Seq: seq,
 				ID: fmt.Sprintf("%s/s1/%d", ref.SessionKey, seq), Speaker: "Ana", Text: zipfText(r, 12+(i*7)%24), Time: ts}
 			bt.Messages = append(bt.Messages, m)

@@ -10,8 +10,10 @@ import (
 // vector table of the mode (vec_chunks, or vec_plain in go-scan), no vector
 // row lacks its chunk, and the other table holds none (in go-scan a
 // vec_chunks left from sqlite-vec is stale and not counted); the recorded
-// vector location matches the mode; and the in-memory index holds exactly
-// the stored vectors. It returns an error wrapping ErrInconsistent naming
+// vector location matches the mode; every message and chunk names the
+// sessions row of its own namespace, session key and session id, and every
+// sessions row names some message or chunk; and the in-memory index holds
+// exactly the stored vectors. It returns an error wrapping ErrInconsistent naming
 // the first disagreement. It takes the writer, so batches wait while it runs.
 func (s *Shard) Check(ctx context.Context) error {
 	if err := s.check(); err != nil {
@@ -34,11 +36,17 @@ func (s *Shard) Check(ctx context.Context) error {
 	if plainFlag != vs.plain() {
 		return fmt.Errorf("check: the file records vectors in vec_plain=%t, the shard runs in %s: %w", plainFlag, vs.mode, ErrInconsistent)
 	}
-	var flagged, vecRows, orphans, missing, stray int64
+	var flagged, vecRows, orphans, missing, stray, badSid, emptySessions int64
 	qs := []struct {
 		sql string
 		dst *int64
 	}{
+		{`SELECT (SELECT count(*) FROM messages m LEFT JOIN sessions s ON s.sid = m.sid
+			WHERE s.sid IS NULL OR s.namespace <> m.namespace OR s.session_key <> m.session_key OR s.session_id <> m.session_id)
+			+ (SELECT count(*) FROM chunks c LEFT JOIN sessions s ON s.sid = c.sid
+			WHERE s.sid IS NULL OR s.namespace <> c.namespace OR s.session_key <> c.session_key OR s.session_id <> c.session_id)`, &badSid},
+		{`SELECT count(*) FROM sessions s WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.sid = s.sid)
+			AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.sid = s.sid)`, &emptySessions},
 		{`SELECT count(*) FROM chunks WHERE has_vector = 1`, &flagged},
 		{`SELECT count(*) FROM ` + table, &vecRows},
 		{`SELECT count(*) FROM ` + table + ` WHERE rowid NOT IN (SELECT rowid FROM chunks)`, &orphans},
@@ -56,6 +64,10 @@ func (s *Shard) Check(ctx context.Context) error {
 		}
 	}
 	switch {
+	case badSid > 0:
+		return fmt.Errorf("check: %d messages and chunks without the sessions row of their session: %w", badSid, ErrInconsistent)
+	case emptySessions > 0:
+		return fmt.Errorf("check: %d sessions rows name no message and no chunk: %w", emptySessions, ErrInconsistent)
 	case orphans > 0:
 		return fmt.Errorf("check: %d vectors in %s without a chunk: %w", orphans, table, ErrInconsistent)
 	case missing > 0:

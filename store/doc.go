@@ -3,7 +3,7 @@
 //
 // It owns opening a shard and verifying what it relies on (WAL read back,
 // busy_timeout, foreign keys, FTS5, sqlite-vec), the embedded versioned
-// migrations, the schema (messages, chunks, an FTS5 external-content index
+// migrations, the schema (sessions numbered by sid, messages, chunks, an FTS5 external-content index
 // over chunks, a sqlite-vec vec0 table of chunk vectors, a meta table with the
 // applied stream sequence and the vector dimension), the transactional Apply of
 // one batch, keyword search (BM25 as FTS5 computes it, ranked by an in-memory
@@ -51,6 +51,9 @@
 //     sequence commit together or not at all, and readers (WAL) never see
 //     half a batch. The applied sequence never goes backwards.
 //   - One writer connection per shard; readers use a separate pool.
+//   - Every message and chunk stores the sid of the sessions row of its own
+//     namespace, session key and session id (migration 0009); a sessions
+//     row lives as long as some message or chunk names it (Check).
 //   - Every search is confined to exactly one namespace: a chunk of another
 //     namespace is never returned, however similar the names.
 //   - Vectors are stored as float32 little-endian BLOBs, never JSON; vec0 is

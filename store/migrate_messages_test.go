@@ -72,7 +72,7 @@ func TestMigrationToAppendedMessages(t *testing.T) {
 		t.Fatalf("session a after the upsert: %d messages, seq 4 %q, last %q", len(got), got[3].Text, got[len(got)-1].Text)
 	}
 	for _, q := range []string{
-		`SELECT seq, id, role, speaker, text, ts FROM messages WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq >= ? ORDER BY seq LIMIT ?`,
+		`SELECT seq, id, role, speaker, text, ts FROM messages WHERE sid = ` + sqlSidOf + ` AND seq >= ? ORDER BY seq LIMIT ?`,
 		sqlDeleteMessagesKey, sqlDeleteMessagesSession,
 	} {
 		n := strings.Count(q, "?")

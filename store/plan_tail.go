@@ -58,11 +58,11 @@ func (s *Shard) SessionTailSpans(ctx context.Context, reqs []TailRequest) ([][]C
 	for start := 0; start < len(reqs); start += tailSessionsPerQuery {
 		part := reqs[start:min(start+tailSessionsPerQuery, len(reqs))]
 		rows, err := tx.QueryContext(ctx, tailValues(len(part))+`
-			SELECT s.i, c.id, c.seq_start, c.seq_end, c.part FROM s CROSS JOIN chunks c
-			ON c.namespace = s.ns AND c.session_key = s.k AND c.session_id = s.sid
+			SELECT s.i, c.id, c.seq_start, c.seq_end, c.part FROM s
+			CROSS JOIN sessions ss ON ss.namespace = s.ns AND ss.session_key = s.k AND ss.session_id = s.id
+			CROSS JOIN chunks c ON c.sid = ss.sid
 			AND c.seq_start >= ifnull((SELECT max(x.seq_start) FROM chunks x
-				WHERE x.namespace = s.ns AND x.session_key = s.k AND x.session_id = s.sid
-				AND x.seq_start > 0 AND x.seq_start < s.seq), -9223372036854775808)
+				WHERE x.sid = ss.sid AND x.seq_start > 0 AND x.seq_start < s.seq), -9223372036854775808)
 			ORDER BY s.i, c.seq_start, c.part`, tailArgs(start, part)...)
 		if err != nil {
 			return nil, fmt.Errorf("session tail spans: %w", err)
@@ -106,14 +106,15 @@ func (s *Shard) SessionTailMessages(ctx context.Context, reqs []TailRequest, bef
 	bound := `s.seq`
 	if before > 0 {
 		bound = fmt.Sprintf(`ifnull((SELECT x.seq FROM messages x
-			WHERE x.namespace = s.ns AND x.session_key = s.k AND x.session_id = s.sid AND x.seq < s.seq
+			WHERE x.sid = ss.sid AND x.seq < s.seq
 			ORDER BY x.seq DESC LIMIT 1 OFFSET %d), -9223372036854775808)`, before-1)
 	}
 	for start := 0; start < len(reqs); start += tailSessionsPerQuery {
 		part := reqs[start:min(start+tailSessionsPerQuery, len(reqs))]
 		rows, err := tx.QueryContext(ctx, tailValues(len(part))+`
-			SELECT s.i, s.seq, m.seq, m.id, m.role, m.speaker, m.text, m.ts FROM s CROSS JOIN messages m
-			ON m.namespace = s.ns AND m.session_key = s.k AND m.session_id = s.sid AND m.seq >= `+bound+`
+			SELECT s.i, s.seq, m.seq, m.id, m.role, m.speaker, m.text, m.ts FROM s
+			CROSS JOIN sessions ss ON ss.namespace = s.ns AND ss.session_key = s.k AND ss.session_id = s.id
+			CROSS JOIN messages m ON m.sid = ss.sid AND m.seq >= `+bound+`
 			ORDER BY s.i, m.seq`, tailArgs(start, part)...)
 		if err != nil {
 			return nil, fmt.Errorf("session tail messages: %w", err)
@@ -142,11 +143,12 @@ func (s *Shard) SessionTailMessages(ctx context.Context, reqs []TailRequest, bef
 	return out, tx.Commit()
 }
 
-// tailValues starts a statement with the CTE s(i, ns, k, sid, seq) of n
-// rows of parameters.
+// tailValues starts a statement with the CTE s(i, ns, k, id, seq) of n
+// rows of parameters (k the session key, id the session id); a statement
+// joins it to sessions for each session's sid.
 func tailValues(n int) string {
 	var b strings.Builder
-	b.WriteString(`WITH s(i, ns, k, sid, seq) AS (VALUES `)
+	b.WriteString(`WITH s(i, ns, k, id, seq) AS (VALUES `)
 	for j := range n {
 		if j > 0 {
 			b.WriteString(", ")

@@ -18,7 +18,7 @@ func (s *Shard) SessionChunkSpans(ctx context.Context, ref SessionRef) ([]ChunkS
 		return nil, fmt.Errorf("session chunk spans: %w", err)
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT id, seq_start, seq_end, part FROM chunks
-		WHERE namespace = ? AND session_key = ? AND session_id = ?
+		WHERE sid = `+sqlSidOf+`
 		ORDER BY seq_start, part`, ref.Namespace, ref.SessionKey, ref.SessionID)
 	if err != nil {
 		return nil, fmt.Errorf("session chunk spans: %w", err)
@@ -45,7 +45,7 @@ func (s *Shard) SessionMessages(ctx context.Context, ref SessionRef, fromSeq int
 		return nil, fmt.Errorf("session messages: %w", err)
 	}
 	return queryMessages(ctx, s.r, ref, `SELECT seq, id, role, speaker, text, ts FROM messages
-		WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq >= ?
+		WHERE sid = `+sqlSidOf+` AND seq >= ?
 		ORDER BY seq LIMIT ?`, fromSeq, sqlLimit(limit))
 }
 
@@ -89,7 +89,7 @@ func (s *Shard) SessionMessagesBefore(ctx context.Context, ref SessionRef, befor
 		return nil, fmt.Errorf("session messages: %w", err)
 	}
 	out, err := queryMessages(ctx, s.r, ref, `SELECT seq, id, role, speaker, text, ts FROM messages
-		WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq < ?
+		WHERE sid = `+sqlSidOf+` AND seq < ?
 		ORDER BY seq DESC LIMIT ?`, beforeSeq, n)
 	if err != nil {
 		return nil, err
@@ -176,7 +176,7 @@ func (s *Shard) Chunks(ctx context.Context, ids []string) (map[string]ChunkRecor
 		case c.Message == nil:
 			ms, err := queryMessages(ctx, tx, SessionRef{Namespace: c.Namespace, SessionKey: c.SessionKey, SessionID: c.SessionID},
 				`SELECT seq, id, role, speaker, text, ts FROM messages
-				WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq`, c.SeqStart, c.SeqEnd)
+				WHERE sid = `+sqlSidOf+` AND seq BETWEEN ? AND ? ORDER BY seq`, c.SeqStart, c.SeqEnd)
 			if err != nil {
 				return nil, fmt.Errorf("chunks: %w", err)
 			}
@@ -188,7 +188,7 @@ func (s *Shard) Chunks(ctx context.Context, ids []string) (map[string]ChunkRecor
 		case c.Part > 0:
 			if first == nil {
 				if first, err = tx.PrepareContext(ctx, `SELECT id FROM chunks
-					WHERE namespace = ? AND session_key = ? AND session_id = ? AND seq_start = ? AND part = 0 AND source = 'sessions'`); err != nil {
+					WHERE sid = `+sqlSidOf+` AND seq_start = ? AND part = 0 AND source = 'sessions'`); err != nil {
 					return nil, fmt.Errorf("chunks: %w", err)
 				}
 			}
@@ -223,7 +223,7 @@ func readChunks(ctx context.Context, tx queryer, ids []string, out map[string]Ch
 		c.seq_start, c.seq_end, c.part, c.text, c.context, c.ts_start, c.ts_end, c.path, c.dir_path, coalesce(c.fts_seg, ''),
 		m.seq, m.id, m.role, m.speaker, m.text, m.ts
 		FROM chunks c LEFT JOIN messages m ON c.source = 'sessions' AND c.seq_start = c.seq_end
-			AND m.namespace = c.namespace AND m.session_key = c.session_key AND m.session_id = c.session_id AND m.seq = c.seq_start
+			AND m.sid = c.sid AND m.seq = c.seq_start
 		WHERE c.id IN (`+placeholders(len(args))+`)`, args...)
 	if err != nil {
 		return err
