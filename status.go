@@ -107,8 +107,12 @@ type PartitionStatus struct {
 	// the shard opened; CheckpointError is the last one's error.
 	Checkpoints     int64  `json:"checkpoints,omitempty"`
 	CheckpointError string `json:"checkpointError,omitempty"`
-	Namespaces      int64  `json:"namespaces"`
-	DLQ             uint64 `json:"dlq"`
+	// CommitWaiting says the partition's next batch is ready and waits for
+	// one of the worker's commit slots (--commit-concurrency): more
+	// partitions have batches to commit than the worker commits at once.
+	CommitWaiting bool   `json:"commitWaiting,omitempty"`
+	Namespaces    int64  `json:"namespaces"`
+	DLQ           uint64 `json:"dlq"`
 	// RecordsMerged counts memory record upserts since start that updated a
 	// near-duplicate record instead of adding one.
 	RecordsMerged uint64 `json:"recordsMerged"`

@@ -19,7 +19,8 @@ func (w *Worker) Status(ctx context.Context) []memindex.PartitionStatus {
 	parts := w.snapshot()
 	out := make([]memindex.PartitionStatus, 0, len(parts))
 	for _, p := range parts {
-		ps := memindex.PartitionStatus{Partition: p.id, AppliedSeq: p.applied.Load(), DLQ: dlq[p.id], RecordsMerged: p.recordsMerged.Load()}
+		ps := memindex.PartitionStatus{Partition: p.id, AppliedSeq: p.applied.Load(), DLQ: dlq[p.id], RecordsMerged: p.recordsMerged.Load(),
+			CommitWaiting: p.commitWaiting.Load()}
 		if e := p.lastErr.Load(); e != nil {
 			ps.Error = *e
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -59,6 +60,15 @@ type Config struct {
 	// one prepared (decoded, planned, embedded: see fetch.go), beside the
 	// pull buffer of 2×BatchSize events.
 	MaxBatchBytes int
+	// CommitConcurrency is the most of the worker's partitions that
+	// commit a batch at once (default: half of GOMAXPROCS, at least 1).
+	// A commit is CPU-bound work in SQLite; more of them at once than the
+	// cores can run only switch between them, and each partition's next
+	// batch is fetched, decoded, planned and embedded on the other cores
+	// meanwhile (fetch.go). A partition that waits for a slot gathers a
+	// bigger batch, which costs less a message to commit. Status shows a
+	// partition waiting for one (commitWaiting).
+	CommitConcurrency int
 	// Chunker configures session windows.
 	Chunker chunker.Config
 	// Markdown configures memory file sections.
@@ -121,6 +131,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBatch < c.BatchSize {
 		return fmt.Errorf("config: max batch %d is below the batch size %d", c.MaxBatch, c.BatchSize)
+	}
+	if c.CommitConcurrency == 0 {
+		c.CommitConcurrency = max(1, runtime.GOMAXPROCS(0)/2)
+	}
+	if c.CommitConcurrency < 1 {
+		return fmt.Errorf("config: commit concurrency must be positive, got %d", c.CommitConcurrency)
 	}
 	if c.MaxBatchBytes == 0 {
 		c.MaxBatchBytes = 16 << 20
@@ -185,6 +201,9 @@ type Worker struct {
 	trace   tracing
 	// inlineOffUntil is when inline embedding may be tried again (unix ns).
 	inlineOffUntil atomic.Int64
+	// commitSlots holds a token for each partition committing now
+	// (Config.CommitConcurrency).
+	commitSlots chan struct{}
 }
 
 type partition struct {
@@ -205,6 +224,8 @@ type partition struct {
 	// applyFailing is set while the batch in hand fails to commit and is
 	// retried (a full disk, a damaged file): the partition is not ready.
 	applyFailing atomic.Bool
+	// commitWaiting is set while its next batch waits for a commit slot.
+	commitWaiting atomic.Bool
 	// recordsMerged counts record upserts that updated a near-duplicate.
 	recordsMerged atomic.Uint64
 	kick          chan struct{}
@@ -224,7 +245,7 @@ func New(js jetstream.JetStream, cfg Config, shards map[int]Shard, emb embedder.
 		return nil, err
 	}
 	w := &Worker{js: js, cfg: cfg, emb: emb, log: cfg.Logger, byID: make(map[int]*partition),
-		metrics: cfg.Metrics, trace: newTracing(cfg.TracerProvider)}
+		metrics: cfg.Metrics, trace: newTracing(cfg.TracerProvider), commitSlots: make(chan struct{}, cfg.CommitConcurrency)}
 	for _, id := range cfg.Partitions {
 		if _, dup := w.byID[id]; dup {
 			return nil, fmt.Errorf("new worker: partition %d listed twice", id)
@@ -703,7 +724,11 @@ func (w *Worker) applyPlan(ctx context.Context, p *partition, b store.Batch, fre
 	span := bt.start(SpanCommit)
 	merged, err := mergeNearDuplicates(ctx, p.shard, b.Records)
 	if err == nil {
+		err = w.commitSlot(ctx, p)
+	}
+	if err == nil {
 		_, err = p.shard.Apply(ctx, b)
+		<-w.commitSlots
 	}
 	endSpan(span, err)
 	if err != nil {
@@ -758,6 +783,24 @@ func (p *partition) kickBackfill() {
 func (p *partition) setErr(err error) {
 	s := err.Error()
 	p.lastErr.Store(&s)
+}
+
+// commitSlot waits for one of the worker's commit slots for p (see
+// Config.CommitConcurrency); the caller gives it back after its Apply.
+func (w *Worker) commitSlot(ctx context.Context, p *partition) error {
+	select {
+	case w.commitSlots <- struct{}{}:
+		return nil
+	default:
+	}
+	p.commitWaiting.Store(true)
+	defer p.commitWaiting.Store(false)
+	select {
+	case w.commitSlots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // heartbeat sends InProgress for msgs every interval until stop is called,

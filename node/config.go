@@ -79,6 +79,10 @@ type Config struct {
 
 	// Batch is the most events applied in one transaction (--batch).
 	Batch int
+	// CommitConcurrency is the most partitions that commit a batch at once
+	// (--commit-concurrency); 0: half of the CPUs, at least 1
+	// (consumer.Config.CommitConcurrency).
+	CommitConcurrency int
 	// ChunkTokens is the most tokens of one indexed chunk (--chunk-tokens).
 	ChunkTokens int
 	// ChunkContext is the messages before a session chunk indexed as its
@@ -213,6 +217,9 @@ func (c Config) Validate() error {
 	}
 	if c.Batch < 1 {
 		bad("--batch %d: want 1 or more events a transaction", c.Batch)
+	}
+	if c.CommitConcurrency < 0 {
+		bad("--commit-concurrency %d: want 1 or more partitions committing at once, or 0 for half of the CPUs", c.CommitConcurrency)
 	}
 	if c.EmbedBatch < 1 {
 		bad("--embed-batch %d: want 1 or more texts a request", c.EmbedBatch)

@@ -72,6 +72,7 @@ func newServeFlags() *serveFlags {
 	fs.IntVar(&c.SearchPending, "search-pending", envInt("MEMINDEX_SEARCH_PENDING", d.SearchPending), "searches queued before 429 (MEMINDEX_SEARCH_PENDING)")
 	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", envDuration("MEMINDEX_SNAPSHOT_INTERVAL", d.SnapshotInterval), "how often the shards this worker owns are snapshotted to the MEMINDEX_SNAPSHOTS object store (a new or lost shard then restores from it and replays only the events after it); 0: off (MEMINDEX_SNAPSHOT_INTERVAL)")
 	fs.StringVar(&c.HTTP, "http", env("MEMINDEX_HTTP", d.HTTP), `address of the HTTP endpoints /metrics (Prometheus), /livez and /readyz; "off" disables them; use 0.0.0.0:9464 in a container (MEMINDEX_HTTP)`)
+	fs.IntVar(&c.CommitConcurrency, "commit-concurrency", envInt("MEMINDEX_COMMIT_CONCURRENCY", d.CommitConcurrency), "partitions that commit a batch at once; the others' next batches wait, and grow, while theirs is built on the remaining cores; 0: half of the CPUs, at least 1 (MEMINDEX_COMMIT_CONCURRENCY)")
 	fs.IntVar(&c.ReadyLag, "ready-lag", envInt("MEMINDEX_READY_LAG", d.ReadyLag), "events a partition may lag behind the stream and still be ready on /readyz (MEMINDEX_READY_LAG)")
 	s.limits.register(fs, d.Limits, d.RatePerNamespace)
 	fs.BoolVar(&s.sqliteVec, "sqlite-vec", s.envBool("MEMINDEX_SQLITE_VEC", d.SQLiteVec), "keep vectors in sqlite-vec's vec0 table; false keeps them in a plain table searched by the in-process Go scan, as when sqlite-vec fails (status and health then say go-scan) (MEMINDEX_SQLITE_VEC)")

@@ -1,0 +1,156 @@
+package consumer_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"memindex"
+	"memindex/chunker"
+	"memindex/consumer"
+	"memindex/embedder"
+	"memindex/internal/natstest"
+	"memindex/store"
+)
+
+// slotsRig is a worker of two partitions over gated shards, committing at
+// most slots batches at once.
+type slotsRig struct {
+	js     jetstream.JetStream
+	w      *consumer.Worker
+	ns     [2]string // a namespace of each partition
+	shards [2]*gatedShard
+}
+
+func newSlotsRig(t *testing.T, slots int) *slotsRig {
+	t.Helper()
+	s := natstest.Server(t)
+	js, err := jetstream.New(natstest.Connect(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := consumer.EnsureStreams(ctx, js, consumer.StreamConfig{Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	r := &slotsRig{js: js}
+	for i := 0; r.ns[0] == "" || r.ns[1] == ""; i++ {
+		ns := fmt.Sprintf("ns%d", i)
+		if p := memindex.Partition(ns, 2); r.ns[p] == "" {
+			r.ns[p] = ns
+		}
+	}
+	seams := map[int]consumer.Shard{}
+	for p := range 2 {
+		inner, err := store.Open(ctx, filepath.Join(t.TempDir(), fmt.Sprintf("p%d.db", p)), store.Config{Dims: testDims})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { inner.Close(context.Background()) })
+		r.shards[p] = &gatedShard{Shard: inner, entered: make(chan uint64, 16)}
+		seams[p] = r.shards[p]
+	}
+	b, err := embedder.NewBuiltin(embedder.BuiltinConfig{Dims: testDims})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.w, err = consumer.New(js, consumer.Config{Partitions: []int{0, 1}, BatchSize: 10, CommitConcurrency: slots,
+		Chunker: chunker.Config{BudgetTokens: 120}}, seams, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.w.Run(ctx) }()
+	t.Cleanup(func() {
+		for _, sh := range r.shards {
+			sh.setGate(nil)
+		}
+		cancel()
+		<-done
+	})
+	return r
+}
+
+// publish sends one message to partition p's namespace.
+func (r *slotsRig) publish(t *testing.T, p int, seq int64) {
+	t.Helper()
+	b, err := json.Marshal(message(r.ns[p], "chat", "s1", seq, fmt.Sprintf("message %d", seq)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.js.Publish(context.Background(), memindex.EventSubject(r.ns[p]), b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waiting says whether the worker's status shows partition p waiting for
+// a commit slot.
+func (r *slotsRig) waiting(p int) bool {
+	for _, ps := range r.w.Status(context.Background()) {
+		if ps.Partition == p {
+			return ps.CommitWaiting
+		}
+	}
+	return false
+}
+
+// With one commit slot, a partition whose batch is ready waits while the
+// other commits (status says so), and commits once the other is done.
+func TestOneCommitSlotSerialisesPartitions(t *testing.T) {
+	r := newSlotsRig(t, 1)
+	gate := make(chan error)
+	t.Cleanup(func() { close(gate) }) // before the rig's: a failed test does not leave partition 0 held
+	r.shards[0].setGate(gate)
+	r.publish(t, 0, 1)
+	select {
+	case <-r.shards[0].entered: // partition 0 holds the slot, inside Apply
+	case <-time.After(20 * time.Second):
+		t.Fatal("partition 0 never started to commit")
+	}
+	r.publish(t, 1, 1)
+	waitFor(t, "partition 1 to wait for a commit slot", func() bool { return r.waiting(1) })
+	if got := r.shards[1].committed(); len(got) != 0 {
+		t.Fatalf("partition 1 committed %v while partition 0 held the only slot", got)
+	}
+	gate <- nil
+	waitFor(t, "partition 1 to commit after partition 0", func() bool { return len(r.shards[1].committed()) == 1 })
+	if r.waiting(1) {
+		t.Fatal("partition 1 still shown waiting after its commit")
+	}
+	if got := r.shards[0].committed(); len(got) != 1 {
+		t.Fatalf("partition 0 committed %v, want its one batch", got)
+	}
+}
+
+// With two slots, both partitions commit at once: each is inside Apply
+// while the other is.
+func TestTwoCommitSlotsCommitTogether(t *testing.T) {
+	r := newSlotsRig(t, 2)
+	gates := [2]chan error{make(chan error), make(chan error)}
+	t.Cleanup(func() { close(gates[0]); close(gates[1]) })
+	for p := range 2 {
+		r.shards[p].setGate(gates[p])
+		r.publish(t, p, 1)
+	}
+	for p := range 2 {
+		select {
+		case <-r.shards[p].entered:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("partition %d did not start to commit beside the other", p)
+		}
+	}
+	for p := range 2 {
+		gates[p] <- nil
+	}
+	for p := range 2 {
+		waitFor(t, fmt.Sprintf("partition %d to commit", p), func() bool { return len(r.shards[p].committed()) == 1 })
+	}
+}
