@@ -434,18 +434,23 @@ func TestDiskFullNoAckNotReadyThenResumes(t *testing.T) {
 	const partitions = 2
 	data := t.TempDir()
 	sessions, events := faultCorpus(61, 2, 10, 90)
-	third := len(events) / 3
+	// A fifth first: the rest must write more than the largest file and
+	// the margin over again before a commit fails (the checkpoints fail
+	// first, then the WAL grows to the limit), whatever the batch sizes.
+	fifth := len(events) / 5
 	w := startChild(t, bin, nil, childArgs(srv.ClientURL(), data, partitions)...)
 	waitStream(t, js, w)
-	publishAll(t, js, events[:third], 0, 0)
-	waitIndexed(t, nc, third, 90*time.Second, w)
+	publishAll(t, js, events[:fifth], 0, 0)
+	waitIndexed(t, nc, fifth, 90*time.Second, w)
 	w.stop(t, 30*time.Second)
 
-	limit := largestFile(t, data) + 256<<10
+	largest := largestFile(t, data)
+	limit := largest + 128<<10
+	t.Logf("largest file after the first fifth: %d bytes; limit %d", largest, limit)
 	httpAddr := freeAddr(t)
 	args := append([]string{"--fsize=" + strconv.FormatInt(limit, 10), "--", bin}, childArgs(srv.ClientURL(), data, partitions, "--http", httpAddr)...)
 	full := startChild(t, prlimit, nil, args...)
-	publishAll(t, js, events[third:], 0, 0)
+	publishAll(t, js, events[fifth:], 0, 0)
 	// Not ready, in words, on /readyz.
 	var why string
 	deadline := time.Now().Add(90 * time.Second)
