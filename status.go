@@ -110,9 +110,13 @@ type PartitionStatus struct {
 	// CommitWaiting says the partition's next batch is ready and waits for
 	// one of the worker's commit slots (--commit-concurrency): more
 	// partitions have batches to commit than the worker commits at once.
-	CommitWaiting bool   `json:"commitWaiting,omitempty"`
-	Namespaces    int64  `json:"namespaces"`
-	DLQ           uint64 `json:"dlq"`
+	CommitWaiting bool `json:"commitWaiting,omitempty"`
+	// Commits counts the batches the worker committed to the partition
+	// since it took it: the events it applied over Commits is the mean
+	// batch, which is what a commit's cost a message follows.
+	Commits    uint64 `json:"commits,omitempty"`
+	Namespaces int64  `json:"namespaces"`
+	DLQ        uint64 `json:"dlq"`
 	// RecordsMerged counts memory record upserts since start that updated a
 	// near-duplicate record instead of adding one.
 	RecordsMerged uint64 `json:"recordsMerged"`

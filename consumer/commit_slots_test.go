@@ -128,6 +128,11 @@ func TestOneCommitSlotSerialisesPartitions(t *testing.T) {
 	if got := r.shards[0].committed(); len(got) != 1 {
 		t.Fatalf("partition 0 committed %v, want its one batch", got)
 	}
+	for _, ps := range r.w.Status(context.Background()) {
+		if ps.Commits != 1 {
+			t.Fatalf("status of partition %d: %d commits, want 1", ps.Partition, ps.Commits)
+		}
+	}
 }
 
 // With two slots, both partitions commit at once: each is inside Apply

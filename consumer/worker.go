@@ -224,8 +224,10 @@ type partition struct {
 	// applyFailing is set while the batch in hand fails to commit and is
 	// retried (a full disk, a damaged file): the partition is not ready.
 	applyFailing atomic.Bool
-	// commitWaiting is set while its next batch waits for a commit slot.
+	// commitWaiting is set while its next batch waits for a commit slot;
+	// commits counts the batches committed since the worker took it.
 	commitWaiting atomic.Bool
+	commits       atomic.Uint64
 	// recordsMerged counts record upserts that updated a near-duplicate.
 	recordsMerged atomic.Uint64
 	kick          chan struct{}
@@ -729,6 +731,9 @@ func (w *Worker) applyPlan(ctx context.Context, p *partition, b store.Batch, fre
 	if err == nil {
 		_, err = p.shard.Apply(ctx, b)
 		<-w.commitSlots
+		if err == nil {
+			p.commits.Add(1)
+		}
 	}
 	endSpan(span, err)
 	if err != nil {
