@@ -38,7 +38,7 @@ func TestEmbedderSwitchInAGroup(t *testing.T) {
 		c.Embedder.Dims = dims
 		return c
 	}
-	held := func(n *Node) int { return len(n.own.leaser.Held()) }
+	held := func(n *Node) int { return len(n.own.leaser.Load().Held()) }
 	a, stopA := runTestNode(t, cfgFor(dirA, "w1", 384), nil)
 	b, stopB := runTestNode(t, cfgFor(dirB, "w2", 384), nil)
 	waitUntil(t, 30*time.Second, "partitions spread evenly", func() bool { return held(a) == partitions/2 && held(b) == partitions/2 })

@@ -35,8 +35,10 @@ type ownership struct {
 	// ready[p]: held and caught up: this worker answers p's searches.
 	ready []atomic.Bool
 	// owner[p]: held as the owner (static, or lease slot 0).
-	owner  []atomic.Bool
-	leaser *consumer.Leaser
+	owner []atomic.Bool
+	// leaser is set by startLeaser, after the query service (and its
+	// status endpoint, which reads it) has started.
+	leaser atomic.Pointer[consumer.Leaser]
 	// leaserDone is closed when the leaser has handed everything over.
 	leaserDone chan struct{}
 	// moving is read-held by gain and drop for their whole run and
@@ -163,7 +165,7 @@ func (n *Node) startLeaser(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	n.own.leaser = l
+	n.own.leaser.Store(l)
 	return nil
 }
 
@@ -171,13 +173,13 @@ func (n *Node) startLeaser(ctx context.Context) error {
 // partition over; node.run waits for leaserDone before stopping the rest.
 func (n *Node) runLeaser(ctx context.Context) {
 	n.own.leaserDone = make(chan struct{})
-	if n.own.leaser == nil {
+	if n.own.leaser.Load() == nil {
 		close(n.own.leaserDone)
 		return
 	}
 	go func() { // owned by node.run, which waits on leaserDone
 		defer close(n.own.leaserDone)
-		n.own.leaser.Run(ctx)
+		n.own.leaser.Load().Run(ctx)
 	}()
 }
 
@@ -338,8 +340,8 @@ func (n *Node) ownershipStatus(resp *memindex.StatusResponse) {
 	resp.Group = n.cfg.Group
 	resp.Replicas = max(n.cfg.Replicas, 1)
 	var leases map[int]consumer.LeaseState
-	if n.own.leaser != nil {
-		leases, resp.GroupMembers = n.own.leaser.Leases()
+	if n.own.leaser.Load() != nil {
+		leases, resp.GroupMembers = n.own.leaser.Load().Leases()
 	}
 	for i := range resp.Partitions {
 		ps := &resp.Partitions[i]

@@ -160,7 +160,7 @@ func TestStaticOwnersAnswerEveryNamespaceThroughEitherWorker(t *testing.T) {
 func heldBy(ns ...*Node) string {
 	var out []string
 	for _, n := range ns {
-		out = append(out, fmt.Sprintf("%s=%v", n.cfg.Worker, n.own.leaser.Held()))
+		out = append(out, fmt.Sprintf("%s=%v", n.cfg.Worker, n.own.leaser.Load().Held()))
 	}
 	return strings.Join(out, " ")
 }
@@ -171,9 +171,9 @@ func TestGroupSpreadsAndTakesOverAfterGracefulStop(t *testing.T) {
 	a, stopA := clusterNode(t, s, "w1", group)
 	b, _ := clusterNode(t, s, "w2", group)
 	waitUntil(t, 30*time.Second, "partitions spread 4/4", func() bool {
-		return len(a.own.leaser.Held()) == 4 && len(b.own.leaser.Held()) == 4
+		return len(a.own.leaser.Load().Held()) == 4 && len(b.own.leaser.Load().Held()) == 4
 	})
-	if all := append(a.own.leaser.Held(), b.own.leaser.Held()...); len(slices.Compact(slices.Sorted(slices.Values(all)))) != 8 {
+	if all := append(a.own.leaser.Load().Held(), b.own.leaser.Load().Held()...); len(slices.Compact(slices.Sorted(slices.Values(all)))) != 8 {
 		t.Fatalf("held %s, want every partition once", heldBy(a, b))
 	}
 	namespaces := testNamespaces(16)
@@ -247,7 +247,7 @@ func TestGroupTakesOverADeadWorkersPartitionsAfterTheTTL(t *testing.T) {
 	a, _ := clusterNode(t, s, "w1", group)
 	b, _ := clusterNode(t, s, "w2", group)
 	waitUntil(t, 30*time.Second, "partitions spread 2/2", func() bool {
-		return len(a.own.leaser.Held()) == 2 && len(b.own.leaser.Held()) == 2
+		return len(a.own.leaser.Load().Held()) == 2 && len(b.own.leaser.Load().Held()) == 2
 	})
 	// w1 dies: its NATS connection is gone and nothing is handed over.
 	a.nc.Close()

@@ -84,7 +84,7 @@ func replicated(t *testing.T, js jetstream.JetStream, nodes []*Node) (ok bool, w
 		}
 		for _, h := range hs {
 			n := byName[h]
-			if n == nil || !slices.Contains(n.own.leaser.Held(), p) || !n.holds(p) {
+			if n == nil || !slices.Contains(n.own.leaser.Load().Held(), p) || !n.holds(p) {
 				return false, fmt.Sprintf("partition %d: holder %q is not a live worker serving it ready (table %v)", p, h, slots)
 			}
 		}
@@ -345,8 +345,8 @@ func TestReplicasHoldEveryPartitionTwiceAndShareItsSearches(t *testing.T) {
 	slots := waitReplicated(t, js, nodes, nil)
 	for _, n := range nodes {
 		// ceil(4*2/3) = 3 each at most, and 8 slots over 3 workers.
-		if got := len(n.own.leaser.Held()); got < 2 || got > 3 {
-			t.Errorf("%s holds %v, want 2 or 3 of the 8 slots (table %v)", n.cfg.Worker, n.own.leaser.Held(), slots)
+		if got := len(n.own.leaser.Load().Held()); got < 2 || got > 3 {
+			t.Errorf("%s holds %v, want 2 or 3 of the 8 slots (table %v)", n.cfg.Worker, n.own.leaser.Load().Held(), slots)
 		}
 	}
 	checkRoles(t, nodes, slots)
@@ -479,7 +479,7 @@ func TestReplicaGroupOfTwoKeepsAnOwnerWhenOneDies(t *testing.T) {
 			return false
 		}
 		for _, ps := range st.Partitions {
-			if ps.Role != memindex.RoleOwner || ps.State != memindex.StateReady || !survivor.own.leaser.Owns(ps.Partition) {
+			if ps.Role != memindex.RoleOwner || ps.State != memindex.StateReady || !survivor.own.leaser.Load().Owns(ps.Partition) {
 				return false
 			}
 		}
