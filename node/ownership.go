@@ -173,13 +173,14 @@ func (n *Node) startLeaser(ctx context.Context) error {
 // partition over; node.run waits for leaserDone before stopping the rest.
 func (n *Node) runLeaser(ctx context.Context) {
 	n.own.leaserDone = make(chan struct{})
-	if n.own.leaser.Load() == nil {
+	l := n.own.leaser.Load()
+	if l == nil {
 		close(n.own.leaserDone)
 		return
 	}
 	go func() { // owned by node.run, which waits on leaserDone
 		defer close(n.own.leaserDone)
-		n.own.leaser.Load().Run(ctx)
+		l.Run(ctx)
 	}()
 }
 
@@ -340,8 +341,8 @@ func (n *Node) ownershipStatus(resp *memindex.StatusResponse) {
 	resp.Group = n.cfg.Group
 	resp.Replicas = max(n.cfg.Replicas, 1)
 	var leases map[int]consumer.LeaseState
-	if n.own.leaser.Load() != nil {
-		leases, resp.GroupMembers = n.own.leaser.Load().Leases()
+	if l := n.own.leaser.Load(); l != nil {
+		leases, resp.GroupMembers = l.Leases()
 	}
 	for i := range resp.Partitions {
 		ps := &resp.Partitions[i]

@@ -59,8 +59,8 @@ func (n *Node) snapshotShards() map[int]consumer.Snapshotter {
 // partition p's snapshots: the holder of its owner lease in a group, the
 // static owner otherwise.
 func (n *Node) ownsSnapshot(p int) bool {
-	if n.own.leaser.Load() != nil {
-		return n.own.leaser.Load().Owns(p)
+	if l := n.own.leaser.Load(); l != nil {
+		return l.Owns(p)
 	}
 	return p >= 0 && p < len(n.own.owner) && n.own.owner[p].Load()
 }

@@ -15,16 +15,15 @@ import (
 // SQL the writer runs, prepared once at Open on the single writer connection
 // and bound to each transaction with Tx.StmtContext.
 const (
-	// sqlSidOf is the sid of the session named by three parameters
-	// (namespace, session key, session id), NULL when it has none
-	// (migration 0009).
-	sqlSidOf         = `(SELECT sid FROM sessions WHERE namespace = ? AND session_key = ? AND session_id = ?)`
-	sqlSidsOfKey     = `(SELECT sid FROM sessions WHERE namespace = ? AND session_key = ?)`
+	// sqlSelectSid is the sid of the session named by three parameters
+	// (namespace, session key, session id); sqlSelectKeySids those of
+	// every session of a key (migration 0009). sqlSidOf and sqlSidsOfKey
+	// are the same as subqueries (sqlSidOf is NULL for no session).
 	sqlSelectSid     = `SELECT sid FROM sessions WHERE namespace = ? AND session_key = ? AND session_id = ?`
+	sqlSelectKeySids = `SELECT sid FROM sessions WHERE namespace = ? AND session_key = ?`
+	sqlSidOf         = `(` + sqlSelectSid + `)`
+	sqlSidsOfKey     = `(` + sqlSelectKeySids + `)`
 	sqlInsertSession = `INSERT INTO sessions(namespace, session_key, session_id) VALUES (?, ?, ?)`
-	// sqlSessionsOf are the sids of a key's sessions (of one session id,
-	// when the third parameter is not NULL).
-	sqlSessionsOf    = `SELECT sid FROM sessions WHERE namespace = ? AND session_key = ? AND (?3 IS NULL OR session_id = ?3)`
 	sqlUpsertMessage = `INSERT INTO messages(sid, namespace, session_key, session_id, seq, id, role, speaker, text, ts)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT(sid, seq) DO UPDATE SET
@@ -63,7 +62,7 @@ type writeStmts struct {
 	deleteChunksKey, deleteChunksSession, selectTail        *sql.Stmt
 	deleteChunk, insertChunk, ftsInsert, ftsDelete          *sql.Stmt
 	vecInsert, vecDelete, setHasVec, setSeq                 *sql.Stmt
-	selectSid, insertSession, sessionsOf, dropEmpty         *sql.Stmt
+	selectSid, selectKeySids, insertSession, dropEmpty      *sql.Stmt
 	// bulk writes a transaction's vectors into vec_chunks' shadow tables
 	// (vec0bulk.go); nil in go-scan mode or when it cannot.
 	bulk *vec0Bulk
@@ -93,8 +92,8 @@ func prepareWriteStmts(ctx context.Context, db *sql.DB, plain bool) (*writeStmts
 		{&ws.setHasVec, sqlSetHasVec},
 		{&ws.setSeq, sqlSetSeq},
 		{&ws.selectSid, sqlSelectSid},
+		{&ws.selectKeySids, sqlSelectKeySids},
 		{&ws.insertSession, sqlInsertSession},
-		{&ws.sessionsOf, sqlSessionsOf},
 		{&ws.dropEmpty, sqlDropEmptySession},
 	} {
 		st, err := db.PrepareContext(ctx, p.sql)
@@ -163,43 +162,37 @@ type writer struct {
 	// nsDelta is the change of each namespace's chunk count.
 	nsDelta map[string]int64
 	// sids is the shard's cache of session ids (sessions.sid) as of the
-	// last commit; newSids what this transaction changed of it, 0 for a
-	// session it deleted (see sidCache).
-	sids    *sidCache
+	// last commit, which only the writer uses; newSids is what this
+	// transaction changed of it, 0 for a session it deleted. They meet
+	// after the commit (commitSids), so a rolled-back transaction leaves
+	// no sid in the cache that the file does not hold.
+	sids    map[SessionRef]int64
 	newSids map[SessionRef]int64
 	// emptied are the sids of sessions this transaction deleted chunks of,
 	// which dropEmptied drops when nothing names them any more.
 	emptied map[int64]bool
 }
 
-func newWriter(ctx context.Context, tx *sql.Tx, ws *writeStmts, dims int, sids *sidCache) *writer {
+func newWriter(ctx context.Context, tx *sql.Tx, ws *writeStmts, dims int, sids map[SessionRef]int64) *writer {
 	return &writer{parent: ctx, ctx: context.WithoutCancel(ctx), tx: tx, ws: ws, dims: dims,
 		bound: make(map[*sql.Stmt]*sql.Stmt, 16), nsDelta: map[string]int64{}, sids: sids}
 }
 
-// sidCacheMax bounds the entries of a sidCache: beyond it the cache starts
-// over (an entry costs about 100 bytes; a miss, one indexed read).
+// sidCacheMax bounds the entries of a shard's sid cache: beyond it the
+// cache starts over (an entry costs about 100 bytes; a miss, one indexed
+// read).
 const sidCacheMax = 1 << 16
-
-// sidCache maps sessions to their sessions.sid as committed. Only the
-// writer uses it (under the shard's writeMu); a transaction's own changes
-// stay in its writer until the commit (commitSids), so a rolled-back
-// transaction leaves no sid behind that the file does not hold.
-type sidCache struct{ m map[SessionRef]int64 }
-
-func newSidCache() *sidCache { return &sidCache{m: map[SessionRef]int64{}} }
 
 // sid returns the sid of ref's session, adding the session to sessions
 // when it has none yet.
 func (w *writer) sid(ref SessionRef) (int64, error) {
-	if id, ok := w.newSids[ref]; ok && id != 0 {
-		return id, nil
-	} else if !ok {
-		if id, ok := w.sids.m[ref]; ok {
-			return id, nil
-		}
+	id, changed := w.newSids[ref]
+	if !changed {
+		id = w.sids[ref]
 	}
-	var id int64
+	if id != 0 {
+		return id, nil
+	}
 	err := w.st(w.ws.selectSid).QueryRowContext(w.ctx, ref.Namespace, ref.SessionKey, ref.SessionID).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		var res sql.Result
@@ -224,11 +217,13 @@ func (w *writer) setSid(ref SessionRef, id int64) {
 // emptiedKey adds to w.emptied the sessions of ref's key (of ref's
 // session id only, when it has one).
 func (w *writer) emptiedKey(ref SessionRef) error {
-	var id any
-	if ref.SessionID != "" {
-		id = ref.SessionID
+	var rows *sql.Rows
+	var err error
+	if ref.SessionID == "" {
+		rows, err = w.st(w.ws.selectKeySids).QueryContext(w.ctx, ref.Namespace, ref.SessionKey)
+	} else {
+		rows, err = w.st(w.ws.selectSid).QueryContext(w.ctx, ref.Namespace, ref.SessionKey, ref.SessionID)
 	}
-	rows, err := w.st(w.ws.sessionsOf).QueryContext(w.ctx, ref.Namespace, ref.SessionKey, id)
 	if err != nil {
 		return err
 	}
@@ -277,14 +272,14 @@ func (w *writer) dropEmptied() error {
 
 // commitSids makes the committed transaction's session ids the cache's.
 func (w *writer) commitSids() {
-	if len(w.sids.m)+len(w.newSids) > sidCacheMax {
-		clear(w.sids.m)
+	if len(w.sids)+len(w.newSids) > sidCacheMax {
+		clear(w.sids)
 	}
 	for ref, id := range w.newSids {
 		if id == 0 {
-			delete(w.sids.m, ref)
+			delete(w.sids, ref)
 		} else {
-			w.sids.m[ref] = id
+			w.sids[ref] = id
 		}
 	}
 }

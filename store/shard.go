@@ -190,7 +190,7 @@ type Shard struct {
 	ckpt *checkpointer
 	ws   *writeStmts
 	// sids caches the writer's session ids (apply.go); writeMu guards it.
-	sids  *sidCache
+	sids  map[SessionRef]int64
 	index *vectorIndex
 	// kw is the keyword index (kwindex.go); nil when it failed to follow a
 	// commit, and then FTS5 ranks every keyword search.
@@ -317,7 +317,7 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	if err := s.setupVectors(ctx, cfg.NoSqliteVec, vecErr); err != nil {
 		return nil, err
 	}
-	s.sids = newSidCache()
+	s.sids = map[SessionRef]int64{}
 	if s.ws, err = prepareWriteStmts(ctx, w, s.vec.Load().plain()); err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
@@ -540,7 +540,7 @@ func openReadOnly(ctx context.Context, path string, cfg Config) (_ *Shard, err e
 	if cfg.NoSqliteVec {
 		params += "&" + noVecParam
 	}
-	s := &Shard{path: path, dims: cfg.Dims, readOnly: true, sids: newSidCache(), index: newVectorIndex(cfg.Dims, cfg.VectorCopyBytes), sizes: &nsSizes{}, df: newTermDF(), speakers: newSpeakerSet()}
+	s := &Shard{path: path, dims: cfg.Dims, readOnly: true, sids: map[SessionRef]int64{}, index: newVectorIndex(cfg.Dims, cfg.VectorCopyBytes), sizes: &nsSizes{}, df: newTermDF(), speakers: newSpeakerSet()}
 	defer func() {
 		if err != nil {
 			s.closeDBs()
