@@ -54,6 +54,11 @@ func TestBenchSuiteAtATinySize(t *testing.T) {
 		if f.Seconds <= 0 || f.PerSecond <= 0 {
 			t.Errorf("hot %+v: want time spent and a rate", f)
 		}
+		// memindex's rows count the worker's commits from its status: at
+		// least one, at most one a message.
+		if memindexRow := f.System == bench.HotMemindex || f.System == bench.HotMemindexMany; memindexRow && (f.Commits < 1 || f.Commits > f.Messages) {
+			t.Errorf("hot %+v: want between 1 and %d commits", f, f.Messages)
+		}
 	}
 	var wantHot []string
 	for _, n := range []int{200, 300} {

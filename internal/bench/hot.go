@@ -14,6 +14,7 @@ import (
 
 	"memindex"
 	"memindex/chunker"
+	"memindex/client"
 	"memindex/embedder"
 	"memindex/internal/corpus"
 	"memindex/internal/harness"
@@ -42,6 +43,11 @@ type HotFigure struct {
 	// computes.
 	CPUMicrosPerMessage float64 `json:"cpuMicrosPerMessage,omitempty"`
 	CoresBusy           float64 `json:"coresBusy,omitempty"`
+	// Commits is how many batches the worker committed over the run (the
+	// partitions' commits in status, asked over NATS before and after);
+	// Messages over Commits is the mean batch, which sets what a commit's
+	// fixed cost weighs a message.
+	Commits int `json:"commits,omitempty"`
 }
 
 // Systems of the hot suite, as its table names them.
@@ -89,18 +95,51 @@ func runHot(ctx context.Context, h harness.Hooks, n harness.Node, messages, sess
 		{HotMemindexMany, (messages + 99) / 100, generatedEventsIn(fmt.Sprintf("bench-many-%d", messages), messages)},
 	} {
 		say("hot: %s, %d messages in %d sessions …", c.system, messages, c.sessions)
+		commits0, err := workerCommits(ctx, n)
+		if err != nil {
+			return nil, err
+		}
 		cpu0, t0 := processCPU(), time.Now()
 		fig, err := ingest(ctx, h, n, c.system, c.lines, "")
 		if err != nil {
 			return nil, err
 		}
 		cpu, wall := (processCPU() - cpu0).Seconds(), time.Since(t0).Seconds()
+		commits, err := workerCommits(ctx, n)
+		if err != nil {
+			return nil, err
+		}
 		hf := HotFigure{System: c.system, Messages: len(c.lines), Sessions: c.sessions, Seconds: fig.Seconds, PerSecond: fig.PerSecond,
-			CPUMicrosPerMessage: cpu * 1e6 / float64(len(c.lines)), CoresBusy: cpu / wall}
+			CPUMicrosPerMessage: cpu * 1e6 / float64(len(c.lines)), CoresBusy: cpu / wall, Commits: int(commits - commits0)}
 		out = append(out, hf)
-		say("  %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy", fig.PerSecond, fig.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy)
+		say("  %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy, %d commits (%s messages a batch)",
+			fig.PerSecond, fig.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy, hf.Commits, meanBatch(hf))
 	}
 	return out, nil
+}
+
+// workerCommits asks the workers for their status over NATS, as a user
+// does, and adds up their partitions' commits.
+func workerCommits(ctx context.Context, n harness.Node) (uint64, error) {
+	sts, err := client.NewClient(n.Conn()).Status(ctx, 2*time.Second)
+	if len(sts) == 0 {
+		return 0, fmt.Errorf("hot: commits: %w", err)
+	}
+	var sum uint64
+	for _, st := range sts {
+		for _, p := range st.Partitions {
+			sum += p.Commits
+		}
+	}
+	return sum, nil
+}
+
+// meanBatch is f's messages over its commits ("—" without commits).
+func meanBatch(f HotFigure) string {
+	if f.Commits <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f", float64(f.Messages)/float64(f.Commits))
 }
 
 // hotMessage is a hot event decoded for the floors.

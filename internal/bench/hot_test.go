@@ -6,17 +6,18 @@ import (
 )
 
 // TestHotTableShowsCPU: the hot table gives memindex's rows their CPU a
-// message and cores busy, and the floors (timed without them) a dash.
+// message, cores busy, commits and mean batch, and the floors (timed
+// without them) a dash.
 func TestHotTableShowsCPU(t *testing.T) {
 	var b strings.Builder
 	writeHotTable(&b, []HotFigure{
-		{System: HotMemindex, Messages: 100000, Sessions: 1000, Seconds: 10, PerSecond: 10000, CPUMicrosPerMessage: 171.4, CoresBusy: 1.714},
+		{System: HotMemindex, Messages: 100000, Sessions: 1000, Seconds: 10, PerSecond: 10000, CPUMicrosPerMessage: 171.4, CoresBusy: 1.714, Commits: 45},
 		{System: HotFTSBatch, Messages: 100000, Sessions: 1000, Seconds: 2, PerSecond: 50000},
 	})
 	for _, want := range []string{
-		"| CPU µs a message | cores busy |",
-		"| memindex over NATS, one namespace | 100,000 | 1,000 | 10.00 | 10,000 | 1.00× | 171 | 1.71 |",
-		"| plain FTS5, one tx per batch | 100,000 | 1,000 | 2.00 | 50,000 | 0.20× | — | — |",
+		"| CPU µs a message | cores busy | commits | messages a batch |",
+		"| memindex over NATS, one namespace | 100,000 | 1,000 | 10.00 | 10,000 | 1.00× | 171 | 1.71 | 45 | 2222 |",
+		"| plain FTS5, one tx per batch | 100,000 | 1,000 | 2.00 | 50,000 | 0.20× | — | — | — | — |",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("hot table lacks %q:\n%s", want, b.String())
