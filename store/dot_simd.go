@@ -19,9 +19,6 @@ func init() {
 		whtFrom8 = whtFrom8AVX2
 		bitCounts = bitCountsAVX2
 	}
-	if archsimd.X86.AVX512() && archsimd.X86.AVX512VPOPCNTDQ() {
-		bitCounts = bitCountsAVX512
-	}
 
 }
 
@@ -108,49 +105,6 @@ func dotI8PosAVX2(abs []uint8, sq []int8, sp *vecSpace, pos []int32, dims int, o
 	archsimd.ClearAVXUpperBits()
 }
 
-// bitCountsAVX512 is bitCounts with AVX-512 VPOPCNTQ, eight words of a
-// sketch at a time (a sketch of fewer or a number not a multiple of eight
-// takes the generic loop), then VZEROUPPER.
-func bitCountsAVX512(q *bitQuery, sp *vecSpace, lo, words int, out []int32) {
-	if words%8 != 0 {
-		bitCountsGeneric(q, sp, lo, words, out)
-		return
-	}
-	off := (lo % blockVecs) * words
-	blk := sp.bits[lo/blockVecs][off : off+len(out)*words]
-	var lanes [8]uint64
-	if words == 8 { // 384 or 512 dims: the planes stay in registers
-		p0 := archsimd.LoadUint64x8Slice(q.planes[0])
-		p1 := archsimd.LoadUint64x8Slice(q.planes[1])
-		p2 := archsimd.LoadUint64x8Slice(q.planes[2])
-		p3 := archsimd.LoadUint64x8Slice(q.planes[3])
-		for j := range out {
-			x := archsimd.LoadUint64x8Slice(blk[j*8:])
-			c := x.And(p0).OnesCount().Add(x.And(p1).OnesCount().ShiftAllLeft(1)).
-				Add(x.And(p2).OnesCount().ShiftAllLeft(2).Add(x.And(p3).OnesCount().ShiftAllLeft(3)))
-			c.Store(&lanes)
-			out[j] = int32(((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7])))
-		}
-		archsimd.ClearAVXUpperBits()
-		return
-	}
-	for j := range out {
-		b := blk[j*words : (j+1)*words]
-		var acc archsimd.Uint64x8
-		for w := 0; w < words; w += 8 {
-			x := archsimd.LoadUint64x8Slice(b[w:])
-			c0 := x.And(archsimd.LoadUint64x8Slice(q.planes[0][w:])).OnesCount()
-			c1 := x.And(archsimd.LoadUint64x8Slice(q.planes[1][w:])).OnesCount().ShiftAllLeft(1)
-			c2 := x.And(archsimd.LoadUint64x8Slice(q.planes[2][w:])).OnesCount().ShiftAllLeft(2)
-			c3 := x.And(archsimd.LoadUint64x8Slice(q.planes[3][w:])).OnesCount().ShiftAllLeft(3)
-			acc = acc.Add(c0.Add(c1).Add(c2.Add(c3)))
-		}
-		acc.Store(&lanes)
-		out[j] = int32(((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7])))
-	}
-	archsimd.ClearAVXUpperBits()
-}
-
 // whtFrom8AVX2 is whtFrom8 eight lanes at a time, then VZEROUPPER.
 func whtFrom8AVX2(dst []float32, inv float32) {
 	for h := 8; h < len(dst); h *= 2 {
@@ -170,54 +124,77 @@ func whtFrom8AVX2(dst []float32, inv float32) {
 	archsimd.ClearAVXUpperBits()
 }
 
-// popLUT is the number of set bits of each nibble, once for each 128-bit
-// lane of a VPSHUFB lookup.
-var popLUT = [32]uint8{0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4}
-
-// bitCountsAVX2 is bitCounts with AVX2 for sketches of eight words (384 or
-// 512 dims; other widths take the generic loop): each byte's set bits
-// counted by two nibble lookups (VPSHUFB), the four planes' counts
-// weighted 8:4:2:1 within the bytes (at most 240 a byte), the bytes summed
-// by VPSADBW; then VZEROUPPER. Machines without AVX-512's VPOPCNTQ (this
-// project's VM today) spent about 40 ns a vector in the generic loop.
+// bitCountsAVX2 is bitCounts with AVX2 over the sketches' groups
+// (bitsGroup): one 32-byte load holds one byte of the sketches of a
+// group's 32 vectors; its two nibbles are looked up (VPSHUFB) in the
+// query's two tables of that byte (bitQuery.tabs), which hold what each
+// nibble value adds to the count. Two bytes' sums (at most 240 a lane) go
+// into 16-bit counts, the even lanes' and the odd lanes' apart (at most
+// 256 pairs of bytes: 4,096 dims); then VZEROUPPER. Four lookups a vector
+// at 384 dims, where four bit-planes a vector took sixteen.
 func bitCountsAVX2(q *bitQuery, sp *vecSpace, lo, words int, out []int32) {
-	if words != 8 {
+	nb := 8 * words
+	if nb > 512 {
 		bitCountsGeneric(q, sp, lo, words, out)
 		return
 	}
-	off := (lo % blockVecs) * 8
-	blk := sp.bits[lo/blockVecs][off : off+len(out)*8]
-	lut := archsimd.LoadUint8x32(&popLUT)
 	nib := archsimd.BroadcastUint8x32(0x0f)
 	four := archsimd.BroadcastUint32x8(4)
-	var zero archsimd.Uint8x32
-	plane := func(k, half int) archsimd.Uint8x32 {
-		return archsimd.LoadUint64x4Slice(q.planes[k][4*half:]).AsUint8x32()
-	}
-	p00, p01, p10, p11 := plane(0, 0), plane(0, 1), plane(1, 0), plane(1, 1)
-	p20, p21, p30, p31 := plane(2, 0), plane(2, 1), plane(3, 0), plane(3, 1)
-	var lanes [4]uint64
-	for j := range out {
-		x0 := archsimd.LoadUint64x4Slice(blk[j*8:]).AsUint8x32()
-		x1 := archsimd.LoadUint64x4Slice(blk[j*8+4:]).AsUint8x32()
-		acc := popBytes(x0.And(p30), lut, nib, four).Add(popBytes(x1.And(p31), lut, nib, four))
-		acc = acc.Add(acc).Add(popBytes(x0.And(p20), lut, nib, four)).Add(popBytes(x1.And(p21), lut, nib, four))
-		acc = acc.Add(acc).Add(popBytes(x0.And(p10), lut, nib, four)).Add(popBytes(x1.And(p11), lut, nib, four))
-		acc = acc.Add(acc).Add(popBytes(x0.And(p00), lut, nib, four)).Add(popBytes(x1.And(p01), lut, nib, four))
-		acc.SumAbsDiff(zero).AsUint64x4().Store(&lanes)
-		out[j] = int32((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]))
+	even := archsimd.BroadcastUint16x16(0x00ff).AsUint8x32()
+	odd := archsimd.LoadInt8x32(&oddBytes)
+	tabs := q.tabs[:64*nb]
+	var zero16 archsimd.Uint16x16
+	var counts [bitsGroup]int32
+	for i, end := lo, lo+len(out); i < end; {
+		g, l := sp.group(i, nb)
+		t := tabs
+		var accE, accO archsimd.Uint16x16
+		for len(g) >= 64 && len(t) >= 128 {
+			s := nibbleSum(archsimd.LoadUint8x32Slice(g), t, nib, four).
+				Add(nibbleSum(archsimd.LoadUint8x32Slice(g[32:]), t[64:], nib, four))
+			accE = accE.Add(s.And(even).AsUint16x16())
+			accO = accO.Add(s.PermuteOrZeroGrouped(odd).AsUint16x16())
+			g, t = g[64:], t[128:]
+		}
+		// Back in lane order, in 256-bit operations only (a 128-bit one
+		// is encoded as legacy SSE, and its transition with the upper
+		// halves dirty costs more than the counting): each 128-bit half
+		// interleaves the even and odd lanes' counts (lanes 0-7 and 16-23
+		// in l8, 8-15 and 24-31 in h8), then with zeros to 32 bits, then
+		// the halves are paired up in order (VPERM2I128).
+		l8, h8 := accE.InterleaveLoGrouped(accO), accE.InterleaveHiGrouped(accO)
+		a, b := l8.InterleaveLoGrouped(zero16), l8.InterleaveHiGrouped(zero16) // 0-3|16-19, 4-7|20-23
+		c, d := h8.InterleaveLoGrouped(zero16), h8.InterleaveHiGrouped(zero16) // 8-11|24-27, 12-15|28-31
+		a.Select128FromPair(0, 2, b).AsInt32x8().Store((*[8]int32)(counts[0:8]))
+		c.Select128FromPair(0, 2, d).AsInt32x8().Store((*[8]int32)(counts[8:16]))
+		a.Select128FromPair(1, 3, b).AsInt32x8().Store((*[8]int32)(counts[16:24]))
+		c.Select128FromPair(1, 3, d).AsInt32x8().Store((*[8]int32)(counts[24:32]))
+		n := min(bitsGroup-l, end-i)
+		for k, c := range counts[l : l+n] { // no call here: a call spills the vectors
+			out[i-lo+k] = c
+		}
+		i += n
 	}
 	archsimd.ClearAVXUpperBits()
 }
 
-// popBytes returns the number of set bits of each byte of y (at most 8),
-// looked up nibble by nibble in lut (popLUT); nib is 0x0f in every byte,
-// four 4 in every 32-bit lane. The high nibbles are shifted down by a
-// shift of each lane by a vector of counts (VPSRLVD): the shift by a
-// scalar count came with a legacy-SSE MOVQ of the count in the loop,
+// oddBytes moves each odd byte of a 128-bit half down to the even byte
+// before it and zeroes the odd ones (VPSHUFB indices; -128 zeroes).
+var oddBytes = [32]int8{
+	1, -128, 3, -128, 5, -128, 7, -128, 9, -128, 11, -128, 13, -128, 15, -128,
+	1, -128, 3, -128, 5, -128, 7, -128, 9, -128, 11, -128, 13, -128, 15, -128,
+}
+
+// nibbleSum returns, for each byte of x, t's low table at its low nibble
+// plus t's high table at its high nibble (bitQuery.tabs); nib is 0x0f in
+// every byte, four 4 in every 32-bit lane. The high nibbles are shifted
+// down by a shift of each lane by a vector of counts (VPSRLVD): the shift
+// by a scalar count came with a legacy-SSE MOVQ of the count in the loop,
 // whose transition cost three quarters of the time.
-func popBytes(y, lut, nib archsimd.Uint8x32, four archsimd.Uint32x8) archsimd.Uint8x32 {
-	lo := y.And(nib)
-	hi := y.AsUint32x8().ShiftRight(four).AsUint8x32().And(nib)
-	return lut.PermuteOrZeroGrouped(lo.AsInt8x32()).Add(lut.PermuteOrZeroGrouped(hi.AsInt8x32()))
+func nibbleSum(x archsimd.Uint8x32, t []uint8, nib archsimd.Uint8x32, four archsimd.Uint32x8) archsimd.Uint8x32 {
+	lo := x.And(nib)
+	hi := x.AsUint32x8().ShiftRight(four).AsUint8x32().And(nib)
+	t = t[:64]
+	return archsimd.LoadUint8x32Slice(t).PermuteOrZeroGrouped(lo.AsInt8x32()).
+		Add(archsimd.LoadUint8x32Slice(t[32:]).PermuteOrZeroGrouped(hi.AsInt8x32()))
 }

@@ -14,7 +14,7 @@ func (x *vectorIndex) bytes() int64 {
 			n += int64(cap(b))
 		}
 		for _, b := range sp.bits {
-			n += int64(cap(b)) * 8
+			n += int64(cap(b))
 		}
 		n += int64(cap(sp.bitPop))*2 + int64(cap(sp.bitInv))*4
 		for _, id := range sp.ids {

@@ -162,6 +162,12 @@ type bitQuery struct {
 	planes   [4][]uint64
 	lo, step float32
 	sum      float32
+	// tabs holds, for each byte of a sketch, what its low nibble adds to
+	// the count for each of its 16 values, then what its high nibble adds
+	// (Σ u_j over the nibble's set bits, at most 60), each table twice (one
+	// for each 128-bit half of a VPSHUFB): 64 bytes a sketch byte. The
+	// AVX2 bitCounts looks the interleaved sketches up in them.
+	tabs []uint8
 }
 
 func newBitQuery(r *bitRotation, unit []float32) *bitQuery {
@@ -176,14 +182,32 @@ func newBitQuery(r *bitRotation, unit []float32) *bitQuery {
 	if hi > lo {
 		q.step = (hi - lo) / 15
 	}
+	us := make([]uint8, 64*r.words)
 	for j, f := range rot {
 		q.sum += f
 		if q.step == 0 {
 			continue
 		}
 		u := uint64(min(max(math.Round(float64((f-lo)/q.step)), 0), 15))
+		us[j] = uint8(u)
 		for k := range q.planes {
 			q.planes[k][j/64] |= (u >> k & 1) << (j % 64)
+		}
+	}
+	// Bit j of a sketch is bit j%8 of its byte j/8 (the words are
+	// little-endian).
+	q.tabs = make([]uint8, 64*8*r.words)
+	for b := range 8 * r.words {
+		t := q.tabs[64*b : 64*(b+1)]
+		for nib := range 16 {
+			var l, h uint8
+			for k := range 4 {
+				if nib>>k&1 != 0 {
+					l += us[8*b+k]
+					h += us[8*b+4+k]
+				}
+			}
+			t[nib], t[16+nib], t[32+nib], t[48+nib] = l, l, h, h
 		}
 	}
 	return q
@@ -224,8 +248,15 @@ const bitsRun = 256
 var bitCounts = bitCountsGeneric
 
 func bitCountsGeneric(q *bitQuery, sp *vecSpace, lo, words int, out []int32) {
+	var buf [16]uint64
+	b := buf[:0]
+	if words > len(buf) {
+		b = make([]uint64, words)
+	}
+	b = b[:words]
 	for j := range out {
-		out[j] = q.count(sp.sketch(lo+j, words))
+		sp.sketchTo(lo+j, words, b)
+		out[j] = q.count(b)
 	}
 }
 
@@ -267,11 +298,88 @@ type bandPos struct {
 	est float32
 }
 
-// growSketch adds the slot of one more vector to the sketch arrays.
+// bitsGroup is how many vectors' sketches are stored interleaved: byte b
+// of the sketch of the vector in lane l of a group is byte b·bitsGroup+l
+// of the group's bytes, so that one 32-byte load holds the same byte of
+// 32 sketches and one table lookup a nibble counts it for all of them
+// (the "fast scan" layout; bitCounts). A multiple of it divides
+// blockVecs.
+const bitsGroup = 32
+
+// growSketch adds the slot of one more vector to the sketch arrays (a
+// group's bytes come with its first vector).
 func (sp *vecSpace) growSketch(dims int) {
-	growBlocks(&sp.bits, len(sp.bitPop), rotationFor(dims).words)
+	i, nb := len(sp.bitPop), 8*rotationFor(dims).words
+	if i%bitsGroup == 0 {
+		if i%blockVecs == 0 { // the first block grows, later ones start full size
+			c := bitsGroup * nb
+			if i > 0 {
+				c = blockVecs * nb
+			}
+			sp.bits = append(sp.bits, make([]uint8, 0, c))
+		}
+		b := &sp.bits[len(sp.bits)-1]
+		*b = append(*b, make([]uint8, bitsGroup*nb)...)
+	}
 	sp.bitPop = append(sp.bitPop, 0)
 	sp.bitInv = append(sp.bitInv, 0)
+}
+
+// shrinkSketch drops the group of the slot just removed (bitPop's length)
+// once that slot was its first, and the last block once it is empty (the
+// first is kept). A vector added later into a slot of a group still held
+// writes every byte of its lane.
+func (sp *vecSpace) shrinkSketch(dims int) {
+	n := len(sp.bitPop)
+	if n%bitsGroup != 0 {
+		return
+	}
+	lb := len(sp.bits) - 1
+	b := &sp.bits[lb]
+	*b = (*b)[:len(*b)-bitsGroup*8*rotationFor(dims).words]
+	if len(*b) == 0 && lb > 0 {
+		*b = nil
+		sp.bits = sp.bits[:lb]
+	}
+}
+
+// group returns the bytes of the group holding the sketch of the vector at
+// position i (nb bytes a sketch) and its lane there.
+func (sp *vecSpace) group(i, nb int) ([]uint8, int) {
+	off := (i % blockVecs) / bitsGroup * bitsGroup * nb
+	return sp.bits[i/blockVecs][off : off+bitsGroup*nb], i % bitsGroup
+}
+
+// sketchTo writes the words of the sketch of the vector at position i to
+// dst (words long).
+func (sp *vecSpace) sketchTo(i, words int, dst []uint64) {
+	g, l := sp.group(i, 8*words)
+	for w := range dst[:words] {
+		var x uint64
+		for k := range 8 {
+			x |= uint64(g[(8*w+k)*bitsGroup+l]) << (8 * k)
+		}
+		dst[w] = x
+	}
+}
+
+// setSketch stores src as the sketch of the vector at position i.
+func (sp *vecSpace) setSketch(i int, src []uint64) {
+	g, l := sp.group(i, 8*len(src))
+	for w, x := range src {
+		for k := range 8 {
+			g[(8*w+k)*bitsGroup+l] = uint8(x >> (8 * k))
+		}
+	}
+}
+
+// copySketch makes the sketch at position dst that at src.
+func (sp *vecSpace) copySketch(dst, src, words int) {
+	gd, ld := sp.group(dst, 8*words)
+	gs, ls := sp.group(src, 8*words)
+	for b := range 8 * words {
+		gd[b*bitsGroup+ld] = gs[b*bitsGroup+ls]
+	}
 }
 
 // sketchAt computes the sketch of the vector at position i from its int8
@@ -293,7 +401,14 @@ func (sp *vecSpace) sketchAt(i, dims int, scratch []float32) {
 	for j, c := range sp.vec(i, dims) {
 		v[j] = float32(c)
 	}
-	sp.bitPop[i], sp.bitInv[i] = r.sketchInto(sp.sketch(i, r.words), v, scratch)
+	var buf [16]uint64
+	b := buf[:0]
+	if r.words > len(buf) {
+		b = make([]uint64, r.words)
+	}
+	b = b[:r.words]
+	sp.bitPop[i], sp.bitInv[i] = r.sketchInto(b, v, scratch)
+	sp.setSketch(i, b)
 }
 
 // sketchScratch holds the scratch vectors of sketchAt.
@@ -310,18 +425,20 @@ func (sp *vecSpace) buildSketches(dims int) {
 		sp.growSketch(dims)
 	}
 	sp.sketched = true
-	forParts(n, runtime.GOMAXPROCS(0), func(_, lo, hi int) {
+	// Split by whole groups: no two goroutines write one group's bytes.
+	forParts((n+bitsGroup-1)/bitsGroup, runtime.GOMAXPROCS(0), func(_, lo, hi int) {
 		scratch := make([]float32, 2*rotationFor(dims).d)
-		for i := lo; i < hi; i++ {
+		for i := lo * bitsGroup; i < min(hi*bitsGroup, n); i++ {
 			sp.sketchAt(i, dims, scratch)
 		}
 	})
 }
 
-// sketch returns the bits of the vector at position i.
+// sketch returns a copy of the bits of the vector at position i.
 func (sp *vecSpace) sketch(i, words int) []uint64 {
-	off := (i % blockVecs) * words
-	return sp.bits[i/blockVecs][off : off+words]
+	b := make([]uint64, words)
+	sp.sketchTo(i, words, b)
+	return b
 }
 
 // bitsSampleRuns and bitsSampleRun shape the sample bitsCandidates takes

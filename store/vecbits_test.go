@@ -161,23 +161,35 @@ func TestBitSketchRecall(t *testing.T) {
 	}
 }
 
-// TestBitCountsMatchGeneric checks the bit counts in use (AVX-512 where
-// built and supported) against the generic loop, for sketches of one,
-// eight and sixteen words and runs that start inside a block.
+// TestBitCountsMatchGeneric checks the bit counts in use (AVX2 where built
+// and supported) against the generic loop and against the four bit-planes
+// of the sketch made afresh from each vector's codes (so also the
+// interleaved layout: what is stored for a position is read back for it),
+// for sketches of one, eight and sixteen words and runs that start and
+// end inside a group and a block.
 func TestBitCountsMatchGeneric(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, dims := range []int{40, 384, 1000} {
 		rot := rotationFor(dims)
 		sp, q := sketchedSpace(r, dims, blockVecs+300)
-		for _, lo := range []int{0, 7, blockVecs - 100, blockVecs} {
-			n := min(bitsRun, blockVecs-lo%blockVecs)
+		scratch, v := make([]float32, 2*rot.d), make([]float32, dims)
+		for _, run := range [][2]int{{0, bitsRun}, {7, bitsRun}, {33, 5}, {blockVecs - 100, 100}, {blockVecs, bitsRun}, {blockVecs + 250, 50}} {
+			lo, n := run[0], run[1]
 			got, want := make([]int32, n), make([]int32, n)
 			bitCounts(q, sp, lo, rot.words, got)
 			bitCountsGeneric(q, sp, lo, rot.words, want)
 			if !slices.Equal(got, want) {
-				t.Fatalf("dims %d (%d words), run at %d: counts differ from the generic loop", dims, rot.words, lo)
+				t.Fatalf("dims %d (%d words), run of %d at %d: counts differ from the generic loop", dims, rot.words, n, lo)
 			}
 			for j := range n {
+				for k, c := range sp.vec(lo+j, dims) {
+					v[k] = float32(c)
+				}
+				fresh := make([]uint64, rot.words)
+				rot.sketchInto(fresh, v, scratch)
+				if c := q.count(fresh); got[j] != c {
+					t.Fatalf("dims %d, position %d: count %d, of the sketch made afresh %d", dims, lo+j, got[j], c)
+				}
 				b := sp.sketch(lo+j, rot.words)
 				if e, w := q.estimate(b, sp.bitPop[lo+j], sp.bitInv[lo+j]), q.fromCount(got[j], sp.bitPop[lo+j], sp.bitInv[lo+j]); e != w {
 					t.Fatalf("dims %d, position %d: estimate %v, from the counts %v", dims, lo+j, e, w)
@@ -276,7 +288,7 @@ func TestSketchBuiltOnceANamespaceGrows(t *testing.T) {
 		if len(sp.bitPop) != len(sp.rowids) || len(sp.bitInv) != len(sp.rowids) {
 			t.Fatalf("%s: %d pops, %d norms for %d vectors", when, len(sp.bitPop), len(sp.bitInv), len(sp.rowids))
 		}
-		want := &vecSpace{blocks: sp.blocks, rowids: sp.rowids, bits: [][]uint64{}}
+		want := &vecSpace{blocks: sp.blocks, rowids: sp.rowids, bits: [][]uint8{}}
 		want.buildSketches(dims)
 		for i := range sp.rowids {
 			if !slices.Equal(sp.sketch(i, rot.words), want.sketch(i, rot.words)) || sp.bitPop[i] != want.bitPop[i] || sp.bitInv[i] != want.bitInv[i] {
@@ -309,8 +321,8 @@ func TestSketchBuiltOnceANamespaceGrows(t *testing.T) {
 }
 
 // BenchmarkBitCounts is the sketch's first stage a vector at 384 dims: the
-// bit counts in use (AVX2 or AVX-512 where built and supported) and the
-// generic loop, over one block of sketches.
+// bit counts in use (AVX2 where built and supported) and the generic loop,
+// over one block of sketches.
 func BenchmarkBitCounts(b *testing.B) {
 	const dims = 384
 	rot := rotationFor(dims)

@@ -67,13 +67,14 @@ type vecSpace struct {
 	pos         map[int64]int // rowid → position
 
 	// The 1-bit sketch of each vector (vecbits.go): its sign bits, in
-	// blocks of blockVecs like the codes, how many are set, and its
-	// inverse L1 norm after the rotation. Kept once sketched is set: when
-	// the space first grows to bitsMin vectors (a namespace that never
-	// does pays neither the bytes nor the time), and from then on, also
-	// should it shrink again.
+	// blocks of blockVecs like the codes, interleaved byte by byte in
+	// groups of bitsGroup vectors (the layout of bitCounts); how many are
+	// set; and its inverse L1 norm after the rotation. Kept once sketched
+	// is set: when the space first grows to bitsMin vectors (a namespace
+	// that never does pays neither the bytes nor the time), and from then
+	// on, also should it shrink again.
 	sketched bool
-	bits     [][]uint64
+	bits     [][]uint8
 	bitPop   []uint16
 	bitInv   []float32
 }
@@ -210,8 +211,7 @@ func (sp *vecSpace) remove(rowid int64, dims int) {
 		sp.tsEnd[i] = sp.tsEnd[last]
 		copy(sp.vec(i, dims), sp.vec(last, dims))
 		if sp.sketched {
-			words := rotationFor(dims).words
-			copy(sp.sketch(i, words), sp.sketch(last, words))
+			sp.copySketch(i, last, rotationFor(dims).words)
 			sp.bitPop[i], sp.bitInv[i] = sp.bitPop[last], sp.bitInv[last]
 		}
 		sp.pos[sp.rowids[i]] = i
@@ -231,9 +231,9 @@ func (sp *vecSpace) remove(rowid int64, dims int) {
 	if !sp.sketched {
 		return
 	}
-	shrinkBlocks(&sp.bits, rotationFor(dims).words)
 	sp.bitPop = sp.bitPop[:last]
 	sp.bitInv = sp.bitInv[:last]
+	sp.shrinkSketch(dims)
 }
 
 // growBlocks appends the slot of item i, width elements, to blocks of
