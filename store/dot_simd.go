@@ -2,7 +2,10 @@
 
 package store
 
-import "simd/archsimd"
+import (
+	"math/bits"
+	"simd/archsimd"
+)
 
 // With GOEXPERIMENT=simd (set by the Makefile) and a CPU with AVX2 and FMA,
 // the exact rescoring uses 256-bit fused multiply-adds (about 3.7 times the
@@ -18,6 +21,7 @@ func init() {
 		dotKind = "avx2+fma"
 		whtFrom8 = whtFrom8AVX2
 		bitCounts = bitCountsAVX2
+		bitsScreen = bitsScreenAVX2
 	}
 
 }
@@ -176,6 +180,36 @@ func bitCountsAVX2(q *bitQuery, sp *vecSpace, lo, words int, out []int32) {
 		i += n
 	}
 	archsimd.ClearAVXUpperBits()
+}
+
+// bitsScreenAVX2 is bitsScreen eight lanes at a time: the estimates as
+// fromCount computes them but with fused multiply-adds (VFMADD), compared
+// with low (VCMPPS) into a mask of eight bits (VMOVMSKPS); eight lanes
+// below low, nearly every eight in a scan, cost one test. The lanes past
+// the last eight go through the scalar form.
+func bitsScreenAVX2(q *bitQuery, counts []int32, popInv, inv []float32, low float32, hits []int32) int {
+	popInv, inv = popInv[:len(counts)], inv[:len(counts)]
+	a, b := archsimd.BroadcastFloat32x8(2*q.lo), archsimd.BroadcastFloat32x8(2*q.step)
+	sum, lo8 := archsimd.BroadcastFloat32x8(-q.sum), archsimd.BroadcastFloat32x8(low)
+	n, j := 0, 0
+	for ; j+8 <= len(counts); j += 8 {
+		c := archsimd.LoadInt32x8Slice(counts[j:]).ConvertToFloat32()
+		e := c.MulAdd(b, sum).MulAdd(archsimd.LoadFloat32x8Slice(inv[j:]), archsimd.LoadFloat32x8Slice(popInv[j:]).Mul(a))
+		m := e.GreaterEqual(lo8).ToBits()
+		for m != 0 { // no call here: a call spills the vectors
+			hits[n] = int32(j + bits.TrailingZeros8(m))
+			n++
+			m &= m - 1
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+	for ; j < len(counts); j++ {
+		if q.fromCount(counts[j], popInv[j], inv[j]) >= low {
+			hits[n] = int32(j)
+			n++
+		}
+	}
+	return n
 }
 
 // oddBytes moves each odd byte of a 128-bit half down to the even byte

@@ -16,7 +16,7 @@ func (x *vectorIndex) bytes() int64 {
 		for _, b := range sp.bits {
 			n += int64(cap(b))
 		}
-		n += int64(cap(sp.bitPop))*2 + int64(cap(sp.bitInv))*4
+		n += int64(cap(sp.bitPopInv))*4 + int64(cap(sp.bitInv))*4
 		for _, id := range sp.ids {
 			n += int64(len(id))
 		}

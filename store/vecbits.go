@@ -218,7 +218,7 @@ func newBitQuery(r *bitRotation, unit []float32) *bitQuery {
 // <r, s> = 2·Σ_{j: b_j} r_j − Σ r_j, with Σ_{j: b_j} r_j ≈ lo·pop +
 // step·Σ_k 2^k·popcount(b & plane_k).
 func (q *bitQuery) estimate(b []uint64, pop uint16, inv float32) float32 {
-	return q.fromCount(q.count(b), pop, inv)
+	return q.fromCount(q.count(b), float32(pop)*inv, inv)
 }
 
 // count is Σ_k 2^k·popcount(b & plane_k).
@@ -234,9 +234,29 @@ func (q *bitQuery) count(b []uint64) int32 {
 	return int32(c0 + 2*c1 + 4*c2 + 8*c3)
 }
 
-// fromCount is the estimate of a vector whose count is c.
-func (q *bitQuery) fromCount(c int32, pop uint16, inv float32) float32 {
-	return (2*(q.lo*float32(pop)+q.step*float32(c)) - q.sum) * inv
+// fromCount is the estimate of a vector whose count is c, whose inverse
+// L1 norm is inv and pop·inv is popInv: 2·lo·popInv + (2·step·c − sum)·inv,
+// the form the vector screen computes eight lanes at a time (bitsScreen).
+func (q *bitQuery) fromCount(c int32, popInv, inv float32) float32 {
+	return 2*q.lo*popInv + (2*q.step*float32(c)-q.sum)*inv
+}
+
+// bitsScreen writes into hits the indexes j of counts whose estimate
+// (fromCount of counts[j], popInv[j], inv[j]) is at least low, in
+// ascending order, and returns how many (bitsScreenGeneric, or the AVX2
+// version of dot_simd.go, which computes eight estimates at a time and
+// skips eight below low with one test). hits holds len(counts).
+var bitsScreen = bitsScreenGeneric
+
+func bitsScreenGeneric(q *bitQuery, counts []int32, popInv, inv []float32, low float32, hits []int32) int {
+	n := 0
+	for j, c := range counts {
+		if q.fromCount(c, popInv[j], inv[j]) >= low {
+			hits[n] = int32(j)
+			n++
+		}
+	}
+	return n
 }
 
 // bitsRun is how many vectors bitsAbove counts in one bitCounts call.
@@ -274,14 +294,17 @@ func (sp *vecSpace) bitsEstimate(q *bitQuery, words, lo, hi int, est []float32) 
 // whose estimate is at least bar, and to band those whose estimate is at
 // least low but below bar, with their estimates.
 func (sp *vecSpace) bitsAbove(q *bitQuery, words, lo, hi int, bar, low float32, out []int32, band []bandPos) ([]int32, []bandPos) {
-	var counts [bitsRun]int32
+	var counts, hits [bitsRun]int32
 	for i := lo; i < hi; {
 		end := min(hi, i+bitsRun, (i/blockVecs+1)*blockVecs)
 		run := counts[:end-i]
 		bitCounts(q, sp, i, words, run)
-		for j, c := range run {
-			p := i + j
-			if e := q.fromCount(c, sp.bitPop[p], sp.bitInv[p]); e >= bar {
+		popInv, inv := sp.bitPopInv[i:end], sp.bitInv[i:end]
+		for _, j := range hits[:bitsScreen(q, run, popInv, inv, low, hits[:])] {
+			// The screen's lanes may round differently (fused
+			// multiply-adds): this estimate is the one that counts.
+			p := i + int(j)
+			if e := q.fromCount(run[j], popInv[j], inv[j]); e >= bar {
 				out = append(out, int32(p))
 			} else if e >= low {
 				band = append(band, bandPos{pos: int32(p), est: e})
@@ -309,7 +332,7 @@ const bitsGroup = 32
 // growSketch adds the slot of one more vector to the sketch arrays (a
 // group's bytes come with its first vector).
 func (sp *vecSpace) growSketch(dims int) {
-	i, nb := len(sp.bitPop), 8*rotationFor(dims).words
+	i, nb := len(sp.bitPopInv), 8*rotationFor(dims).words
 	if i%bitsGroup == 0 {
 		if i%blockVecs == 0 { // the first block grows, later ones start full size
 			c := bitsGroup * nb
@@ -321,16 +344,16 @@ func (sp *vecSpace) growSketch(dims int) {
 		b := &sp.bits[len(sp.bits)-1]
 		*b = append(*b, make([]uint8, bitsGroup*nb)...)
 	}
-	sp.bitPop = append(sp.bitPop, 0)
+	sp.bitPopInv = append(sp.bitPopInv, 0)
 	sp.bitInv = append(sp.bitInv, 0)
 }
 
-// shrinkSketch drops the group of the slot just removed (bitPop's length)
+// shrinkSketch drops the group of the slot just removed (bitPopInv's length)
 // once that slot was its first, and the last block once it is empty (the
 // first is kept). A vector added later into a slot of a group still held
 // writes every byte of its lane.
 func (sp *vecSpace) shrinkSketch(dims int) {
-	n := len(sp.bitPop)
+	n := len(sp.bitPopInv)
 	if n%bitsGroup != 0 {
 		return
 	}
@@ -407,7 +430,8 @@ func (sp *vecSpace) sketchAt(i, dims int, scratch []float32) {
 		b = make([]uint64, r.words)
 	}
 	b = b[:r.words]
-	sp.bitPop[i], sp.bitInv[i] = r.sketchInto(b, v, scratch)
+	pop, inv := r.sketchInto(b, v, scratch)
+	sp.bitPopInv[i], sp.bitInv[i] = float32(pop)*inv, inv
 	sp.setSketch(i, b)
 }
 

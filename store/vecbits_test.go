@@ -191,9 +191,50 @@ func TestBitCountsMatchGeneric(t *testing.T) {
 					t.Fatalf("dims %d, position %d: count %d, of the sketch made afresh %d", dims, lo+j, got[j], c)
 				}
 				b := sp.sketch(lo+j, rot.words)
-				if e, w := q.estimate(b, sp.bitPop[lo+j], sp.bitInv[lo+j]), q.fromCount(got[j], sp.bitPop[lo+j], sp.bitInv[lo+j]); e != w {
+				if e, w := q.count(b), got[j]; e != w {
 					t.Fatalf("dims %d, position %d: estimate %v, from the counts %v", dims, lo+j, e, w)
 				}
+			}
+		}
+	}
+}
+
+// TestBitsScreenMatchesGeneric checks the screen in use (AVX2 where built
+// and supported) against the scalar one on runs of whole eights and with
+// a tail, at thresholds from below every estimate to above every one: the
+// two agree on every position but those whose estimate is within rounding
+// of the threshold, and the hits are ascending indexes into the run.
+func TestBitsScreenMatchesGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	const dims = 384
+	rot := rotationFor(dims)
+	sp, q := sketchedSpace(r, dims, bitsRun+40)
+	for _, run := range [][2]int{{0, bitsRun}, {bitsRun, 40}, {3, 13}, {5, 7}} {
+		lo, n := run[0], run[1]
+		counts := make([]int32, n)
+		bitCounts(q, sp, lo, rot.words, counts)
+		popInv, inv := sp.bitPopInv[lo:lo+n], sp.bitInv[lo:lo+n]
+		est := make([]float32, n)
+		for j, c := range counts {
+			est[j] = q.fromCount(c, popInv[j], inv[j])
+		}
+		sorted := slices.Sorted(slices.Values(est))
+		lows := []float32{sorted[0] - 1, sorted[n/2], sorted[n-1], sorted[n-1] + 1}
+		for _, low := range lows {
+			hits, want := make([]int32, n), make([]int32, n)
+			hits = hits[:bitsScreen(q, counts, popInv, inv, low, hits)]
+			want = want[:bitsScreenGeneric(q, counts, popInv, inv, low, want)]
+			in := func(s []int32, j int) bool { _, ok := slices.BinarySearch(s, int32(j)); return ok }
+			if !slices.IsSorted(hits) {
+				t.Fatalf("run of %d at %d, low %v: hits not ascending: %v", n, lo, low, hits)
+			}
+			for j, e := range est {
+				if in(hits, j) != in(want, j) && math.Abs(float64(e-low)) > 1e-5 {
+					t.Fatalf("run of %d at %d, low %v: position %d (estimate %v) in the screen %v, in the scalar one %v", n, lo, low, j, e, in(hits, j), in(want, j))
+				}
+			}
+			if low < sorted[0] && len(hits) != n || low > sorted[n-1] && len(hits) != 0 {
+				t.Fatalf("run of %d at %d, low %v: %d hits", n, lo, low, len(hits))
 			}
 		}
 	}
@@ -285,19 +326,19 @@ func TestSketchBuiltOnceANamespaceGrows(t *testing.T) {
 			t.Fatalf("%s: not sketched", when)
 		}
 		rot := rotationFor(dims)
-		if len(sp.bitPop) != len(sp.rowids) || len(sp.bitInv) != len(sp.rowids) {
-			t.Fatalf("%s: %d pops, %d norms for %d vectors", when, len(sp.bitPop), len(sp.bitInv), len(sp.rowids))
+		if len(sp.bitPopInv) != len(sp.rowids) || len(sp.bitInv) != len(sp.rowids) {
+			t.Fatalf("%s: %d pops, %d norms for %d vectors", when, len(sp.bitPopInv), len(sp.bitInv), len(sp.rowids))
 		}
 		want := &vecSpace{blocks: sp.blocks, rowids: sp.rowids, bits: [][]uint8{}}
 		want.buildSketches(dims)
 		for i := range sp.rowids {
-			if !slices.Equal(sp.sketch(i, rot.words), want.sketch(i, rot.words)) || sp.bitPop[i] != want.bitPop[i] || sp.bitInv[i] != want.bitInv[i] {
+			if !slices.Equal(sp.sketch(i, rot.words), want.sketch(i, rot.words)) || sp.bitPopInv[i] != want.bitPopInv[i] || sp.bitInv[i] != want.bitInv[i] {
 				t.Fatalf("%s: the sketch at position %d is not that of its codes", when, i)
 			}
 		}
 	}
 	add(0, 999)
-	if sp := x.spaces["ns"]; sp.sketched || len(sp.bits) != 0 || len(sp.bitPop) != 0 {
+	if sp := x.spaces["ns"]; sp.sketched || len(sp.bits) != 0 || len(sp.bitPopInv) != 0 {
 		t.Fatalf("999 vectors: sketched %v with %d blocks, want none", sp.sketched, len(sp.bits))
 	}
 	add(999, 1000)
@@ -337,6 +378,36 @@ func BenchmarkBitCounts(b *testing.B) {
 				k.fn(q, sp, (i*bitsRun)%blockVecs, rot.words, out)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*bitsRun), "ns/vector")
+		})
+	}
+}
+
+// BenchmarkBitsAbove: the scan's pass over one block, counts and screen,
+// at a bar that keeps about 1 % of the vectors and a band below it of
+// about as many (what bitsCandidates asks at 1M), with the screen in use
+// and the scalar one.
+func BenchmarkBitsAbove(b *testing.B) {
+	const dims = 384
+	rot := rotationFor(dims)
+	sp, q := sketchedSpace(rand.New(rand.NewPCG(11, 12)), dims, blockVecs)
+	est := make([]float32, blockVecs)
+	sp.bitsEstimate(q, rot.words, 0, blockVecs, est)
+	slices.Sort(est)
+	bar, low := est[blockVecs-blockVecs/100], est[blockVecs-blockVecs/50]
+	defer func(f func(*bitQuery, []int32, []float32, []float32, float32, []int32) int) { bitsScreen = f }(bitsScreen)
+	for _, k := range []struct {
+		name string
+		fn   func(*bitQuery, []int32, []float32, []float32, float32, []int32) int
+	}{{"in-use", bitsScreen}, {"generic", bitsScreenGeneric}} {
+		b.Run(k.name, func(b *testing.B) {
+			bitsScreen = k.fn
+			var out []int32
+			var band []bandPos
+			for b.Loop() {
+				out, band = sp.bitsAbove(q, rot.words, 0, blockVecs, bar, low, out[:0], band[:0])
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*blockVecs), "ns/vector")
+			b.ReportMetric(float64(len(out)+len(band)), "kept")
 		})
 	}
 }

@@ -69,14 +69,15 @@ type vecSpace struct {
 	// The 1-bit sketch of each vector (vecbits.go): its sign bits, in
 	// blocks of blockVecs like the codes, interleaved byte by byte in
 	// groups of bitsGroup vectors (the layout of bitCounts); how many are
-	// set; and its inverse L1 norm after the rotation. Kept once sketched
+	// set times its inverse L1 norm after the rotation; and that inverse
+	// norm (the two factors of fromCount). Kept once sketched
 	// is set: when the space first grows to bitsMin vectors (a namespace
 	// that never does pays neither the bytes nor the time), and from then
 	// on, also should it shrink again.
-	sketched bool
-	bits     [][]uint8
-	bitPop   []uint16
-	bitInv   []float32
+	sketched  bool
+	bits      [][]uint8
+	bitPopInv []float32
+	bitInv    []float32
 }
 
 // vecEntry is one vector with the metadata the index keeps.
@@ -212,7 +213,7 @@ func (sp *vecSpace) remove(rowid int64, dims int) {
 		copy(sp.vec(i, dims), sp.vec(last, dims))
 		if sp.sketched {
 			sp.copySketch(i, last, rotationFor(dims).words)
-			sp.bitPop[i], sp.bitInv[i] = sp.bitPop[last], sp.bitInv[last]
+			sp.bitPopInv[i], sp.bitInv[i] = sp.bitPopInv[last], sp.bitInv[last]
 		}
 		sp.pos[sp.rowids[i]] = i
 	}
@@ -231,7 +232,7 @@ func (sp *vecSpace) remove(rowid int64, dims int) {
 	if !sp.sketched {
 		return
 	}
-	sp.bitPop = sp.bitPop[:last]
+	sp.bitPopInv = sp.bitPopInv[:last]
 	sp.bitInv = sp.bitInv[:last]
 	sp.shrinkSketch(dims)
 }
