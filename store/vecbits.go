@@ -280,13 +280,18 @@ func bitCountsGeneric(q *bitQuery, sp *vecSpace, lo, words int, out []int32) {
 	}
 }
 
-// bitsEstimate writes the estimates of positions [lo,hi) into est[:hi-lo]:
-// bitsAbove with every position in its band.
+// bitsEstimate writes the estimates of positions [lo,hi) into est[:hi-lo].
 func (sp *vecSpace) bitsEstimate(q *bitQuery, words, lo, hi int, est []float32) {
-	inf := float32(math.Inf(1))
-	_, all := sp.bitsAbove(q, words, lo, hi, inf, -inf, nil, make([]bandPos, 0, hi-lo))
-	for _, b := range all {
-		est[int(b.pos)-lo] = b.est
+	scr := bitsScratchPool.Get().(*bitsScratch)
+	defer bitsScratchPool.Put(scr)
+	for i := lo; i < hi; {
+		end := min(hi, i+bitsRun, (i/blockVecs+1)*blockVecs)
+		run := scr.counts[:end-i]
+		bitCounts(q, sp, i, words, run)
+		for j, c := range run {
+			est[i-lo+j] = q.fromCount(c, sp.bitPopInv[i+j], sp.bitInv[i+j])
+		}
+		i = end
 	}
 }
 
@@ -294,13 +299,14 @@ func (sp *vecSpace) bitsEstimate(q *bitQuery, words, lo, hi int, est []float32) 
 // whose estimate is at least bar, and to band those whose estimate is at
 // least low but below bar, with their estimates.
 func (sp *vecSpace) bitsAbove(q *bitQuery, words, lo, hi int, bar, low float32, out []int32, band []bandPos) ([]int32, []bandPos) {
-	var counts, hits [bitsRun]int32
+	scr := bitsScratchPool.Get().(*bitsScratch)
+	defer bitsScratchPool.Put(scr)
 	for i := lo; i < hi; {
 		end := min(hi, i+bitsRun, (i/blockVecs+1)*blockVecs)
-		run := counts[:end-i]
+		run := scr.counts[:end-i]
 		bitCounts(q, sp, i, words, run)
 		popInv, inv := sp.bitPopInv[i:end], sp.bitInv[i:end]
-		for _, j := range hits[:bitsScreen(q, run, popInv, inv, low, hits[:])] {
+		for _, j := range scr.hits[:bitsScreen(q, run, popInv, inv, low, scr.hits[:])] {
 			// The screen's lanes may round differently (fused
 			// multiply-adds): this estimate is the one that counts.
 			p := i + int(j)
@@ -314,6 +320,13 @@ func (sp *vecSpace) bitsAbove(q *bitQuery, words, lo, hi int, bar, low float32, 
 	}
 	return out, band
 }
+
+// bitsScratch holds a run's counts and the screen's hits in it (on the
+// heap either way: bitCounts and bitsScreen are called through variables,
+// so arrays on the stack would escape at every call).
+type bitsScratch struct{ counts, hits [bitsRun]int32 }
+
+var bitsScratchPool = sync.Pool{New: func() any { return new(bitsScratch) }}
 
 // bandPos is a position whose estimate fell just below the threshold.
 type bandPos struct {
