@@ -99,14 +99,57 @@ func dotI8ManyAVX2(abs []uint8, sq, codes []int8, dims int, out []int32) {
 	archsimd.ClearAVXUpperBits()
 }
 
-// dotI8PosAVX2 is dotI8Pos with dotI8AVX2, then VZEROUPPER (see
-// dotI8ManyAVX2).
+// dotI8PosAVX2 is dotI8Pos four positions at a time (dotI8x4AVX2), then
+// VZEROUPPER (see dotI8ManyAVX2). The positions are scattered (the
+// sketch's pool at 1M: 2 % of the namespace), so each vector's first load
+// misses the caches; one vector at a time, 94 % of the kernel's samples
+// sat on that load.
 func dotI8PosAVX2(abs []uint8, sq []int8, sp *vecSpace, pos []int32, dims int, out []int32) {
 	out = out[:len(pos)]
-	for j, p := range pos {
-		out[j] = dotI8AVX2(abs, sq, sp.vec(int(p), dims))
+	j := 0
+	for ; j+4 <= len(pos); j += 4 {
+		dotI8x4AVX2(abs, sq, sp.vec(int(pos[j]), dims), sp.vec(int(pos[j+1]), dims),
+			sp.vec(int(pos[j+2]), dims), sp.vec(int(pos[j+3]), dims), (*[4]int32)(out[j:j+4]))
+	}
+	for ; j < len(pos); j++ {
+		out[j] = dotI8AVX2(abs, sq, sp.vec(int(pos[j]), dims))
 	}
 	archsimd.ClearAVXUpperBits()
+}
+
+// dotI8x4AVX2 is dotI8AVX2 of four vectors at once: each 32 query codes
+// are loaded once for the four, and the four vectors' loads of a step are
+// independent, so the CPU has the cache misses of four scattered vectors
+// in flight instead of one.
+func dotI8x4AVX2(abs []uint8, sq, c0, c1, c2, c3 []int8, out *[4]int32) {
+	n := len(abs)
+	sq, c0, c1, c2, c3 = sq[:n], c0[:n], c1[:n], c2[:n], c3[:n]
+	ones := archsimd.BroadcastInt16x16(1)
+	var a0, a1, a2, a3 archsimd.Int32x8
+	i := 0
+	for ; i+32 <= n; i += 32 {
+		a, q := archsimd.LoadUint8x32Slice(abs[i:]), archsimd.LoadInt8x32Slice(sq[i:])
+		v0, v1 := archsimd.LoadInt8x32Slice(c0[i:]), archsimd.LoadInt8x32Slice(c1[i:])
+		v2, v3 := archsimd.LoadInt8x32Slice(c2[i:]), archsimd.LoadInt8x32Slice(c3[i:])
+		a0 = a0.Add(a.DotProductPairsSaturated(v0.CopySign(q)).DotProductPairs(ones))
+		a1 = a1.Add(a.DotProductPairsSaturated(v1.CopySign(q)).DotProductPairs(ones))
+		a2 = a2.Add(a.DotProductPairsSaturated(v2.CopySign(q)).DotProductPairs(ones))
+		a3 = a3.Add(a.DotProductPairsSaturated(v3.CopySign(q)).DotProductPairs(ones))
+	}
+	var lanes [4][8]int32
+	a0.Store(&lanes[0])
+	a1.Store(&lanes[1])
+	a2.Store(&lanes[2])
+	a3.Store(&lanes[3])
+	cs := [4][]int8{c0, c1, c2, c3}
+	for k := range 4 {
+		l := &lanes[k]
+		s := ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))
+		for d := i; d < n; d++ {
+			s += int32(sq[d]) * int32(cs[k][d])
+		}
+		out[k] = s
+	}
 }
 
 // whtFrom8AVX2 is whtFrom8 eight lanes at a time, then VZEROUPPER.
