@@ -263,7 +263,7 @@ func bitsScreenGeneric(q *bitQuery, counts []int32, popInv, inv []float32, low f
 const bitsRun = 256
 
 // bitCounts sets out[j] to Σ_k 2^k·popcount(b & plane_k) for the sketch b
-// of the vector at position lo+j (bitCountsGeneric, or the AVX-512 version
+// of the vector at position lo+j (bitCountsGeneric, or the AVX2 version
 // of dot_simd.go).
 var bitCounts = bitCountsGeneric
 
