@@ -259,7 +259,7 @@ func bitsScreenGeneric(q *bitQuery, counts []int32, popInv, inv []float32, low f
 	return n
 }
 
-// bitsRun is how many vectors bitsAbove counts in one bitCounts call.
+// bitsRun is how many vectors bitRuns counts in one bitCounts call.
 const bitsRun = 256
 
 // bitCounts sets out[j] to Σ_k 2^k·popcount(b & plane_k) for the sketch b
@@ -282,31 +282,20 @@ func bitCountsGeneric(q *bitQuery, sp *vecSpace, lo, words int, out []int32) {
 
 // bitsEstimate writes the estimates of positions [lo,hi) into est[:hi-lo].
 func (sp *vecSpace) bitsEstimate(q *bitQuery, words, lo, hi int, est []float32) {
-	scr := bitsScratchPool.Get().(*bitsScratch)
-	defer bitsScratchPool.Put(scr)
-	for i := lo; i < hi; {
-		end := min(hi, i+bitsRun, (i/blockVecs+1)*blockVecs)
-		run := scr.counts[:end-i]
-		bitCounts(q, sp, i, words, run)
+	sp.bitRuns(q, words, lo, hi, func(i int, run, _ []int32) {
 		for j, c := range run {
 			est[i-lo+j] = q.fromCount(c, sp.bitPopInv[i+j], sp.bitInv[i+j])
 		}
-		i = end
-	}
+	})
 }
 
 // bitsAbove appends to out, in ascending order, the positions in [lo,hi)
 // whose estimate is at least bar, and to band those whose estimate is at
 // least low but below bar, with their estimates.
 func (sp *vecSpace) bitsAbove(q *bitQuery, words, lo, hi int, bar, low float32, out []int32, band []bandPos) ([]int32, []bandPos) {
-	scr := bitsScratchPool.Get().(*bitsScratch)
-	defer bitsScratchPool.Put(scr)
-	for i := lo; i < hi; {
-		end := min(hi, i+bitsRun, (i/blockVecs+1)*blockVecs)
-		run := scr.counts[:end-i]
-		bitCounts(q, sp, i, words, run)
-		popInv, inv := sp.bitPopInv[i:end], sp.bitInv[i:end]
-		for _, j := range scr.hits[:bitsScreen(q, run, popInv, inv, low, scr.hits[:])] {
+	sp.bitRuns(q, words, lo, hi, func(i int, run, hits []int32) {
+		popInv, inv := sp.bitPopInv[i:i+len(run)], sp.bitInv[i:i+len(run)]
+		for _, j := range hits[:bitsScreen(q, run, popInv, inv, low, hits)] {
 			// The screen's lanes may round differently (fused
 			// multiply-adds): this estimate is the one that counts.
 			p := i + int(j)
@@ -316,9 +305,23 @@ func (sp *vecSpace) bitsAbove(q *bitQuery, words, lo, hi int, bar, low float32, 
 				band = append(band, bandPos{pos: int32(p), est: e})
 			}
 		}
+	})
+	return out, band
+}
+
+// bitRuns counts positions [lo,hi) in runs of at most bitsRun within a
+// block and calls fn with each run's first position, its counts and room
+// for as many hits (bitsScreen).
+func (sp *vecSpace) bitRuns(q *bitQuery, words, lo, hi int, fn func(i int, run, hits []int32)) {
+	scr := bitsScratchPool.Get().(*bitsScratch)
+	defer bitsScratchPool.Put(scr)
+	for i := lo; i < hi; {
+		end := min(hi, i+bitsRun, (i/blockVecs+1)*blockVecs)
+		run := scr.counts[:end-i]
+		bitCounts(q, sp, i, words, run)
+		fn(i, run, scr.hits[:len(run)])
 		i = end
 	}
-	return out, band
 }
 
 // bitsScratch holds a run's counts and the screen's hits in it (on the

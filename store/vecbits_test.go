@@ -186,13 +186,12 @@ func TestBitCountsMatchGeneric(t *testing.T) {
 					v[k] = float32(c)
 				}
 				fresh := make([]uint64, rot.words)
-				rot.sketchInto(fresh, v, scratch)
+				pop, inv := rot.sketchInto(fresh, v, scratch)
 				if c := q.count(fresh); got[j] != c {
 					t.Fatalf("dims %d, position %d: count %d, of the sketch made afresh %d", dims, lo+j, got[j], c)
 				}
-				b := sp.sketch(lo+j, rot.words)
-				if e, w := q.count(b), got[j]; e != w {
-					t.Fatalf("dims %d, position %d: estimate %v, from the counts %v", dims, lo+j, e, w)
+				if e, w := q.estimate(fresh, pop, inv), q.fromCount(got[j], sp.bitPopInv[lo+j], sp.bitInv[lo+j]); e != w {
+					t.Fatalf("dims %d, position %d: estimate of the sketch made afresh %v, from the counts and stored norms %v", dims, lo+j, e, w)
 				}
 			}
 		}
