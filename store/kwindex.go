@@ -65,6 +65,8 @@ type kwIndex struct {
 	where  map[int64]kwLoc // rowid → its space and doc
 	// inexact term ids: some row holds one too many times for a posting.
 	inexact map[uint32]bool
+	// postAt is flushLocked's scratch, a counter a term id (kwpost.go).
+	postAt []int32
 }
 
 type kwLoc struct {
@@ -162,16 +164,38 @@ func (d *kwDoc) columns() [5]kwColumn {
 
 // docTokens is the tokenized form of one row.
 type docTokens struct {
-	f2     map[uint32]uint32 // term id → weighted frequency (half units)
-	length uint32            // tokens of every column
+	terms  []kwIDF // its distinct term ids, in no order
+	length uint32  // tokens of every column
 }
+
+// kwIDF is a term id and its weighted frequency in a row (half units).
+type kwIDF struct{ id, f2 uint32 }
+
+// f2s returns dt's frequencies by term id (tests), and false when a term
+// id is there twice.
+func (dt docTokens) f2s() (map[uint32]uint32, bool) {
+	m := make(map[uint32]uint32, len(dt.terms))
+	for _, t := range dt.terms {
+		m[t.id] = t.f2
+	}
+	return m, len(m) == len(dt.terms)
+}
+
+// kwScratch is the buffers of tokenize, reused row after row.
+type kwScratch struct {
+	f2    map[uint32]uint32
+	terms []kwIDF
+}
+
+func newKWScratch() *kwScratch { return &kwScratch{f2: map[uint32]uint32{}} }
 
 // tokenize counts doc's tokens with tok; intern adds unseen tokens to the
 // dictionary (for an add) or not (for a remove: a token that was never
 // seen cannot be in the index). Caller holds x.mu for writing when intern.
-func (x *kwIndex) tokenize(tok *ftsTokenizer, d *kwDoc, intern bool, scratch map[uint32]uint32) (docTokens, error) {
-	clear(scratch)
-	dt := docTokens{f2: scratch}
+// The result lives in scratch until its next use.
+func (x *kwIndex) tokenize(tok *ftsTokenizer, d *kwDoc, intern bool, scratch *kwScratch) (docTokens, error) {
+	clear(scratch.f2)
+	var dt docTokens
 	for _, c := range d.columns() {
 		n, err := tok.tokens(c.text, tokenizeDocument, func(t []byte) {
 			if c.w == 0 {
@@ -186,13 +210,18 @@ func (x *kwIndex) tokenize(tok *ftsTokenizer, d *kwDoc, intern bool, scratch map
 				x.terms[string(t)] = id
 				x.df = append(x.df, 0)
 			}
-			dt.f2[id] += c.w
+			scratch.f2[id] += c.w
 		})
 		if err != nil {
 			return docTokens{}, err
 		}
 		dt.length += uint32(n)
 	}
+	dt.terms = scratch.terms[:0]
+	for id, f2 := range scratch.f2 {
+		dt.terms = append(dt.terms, kwIDF{id, f2})
+	}
+	scratch.terms = dt.terms
 	return dt, nil
 }
 
@@ -206,13 +235,17 @@ func (x *kwIndex) apply(ops []kwOp) error {
 		return err
 	}
 	defer putTokenizer(tok)
-	scratch := map[uint32]uint32{}
+	scratch := newKWScratch()
+	ps := kwPosters.Get().(*kwPoster)
+	defer kwPosters.Put(ps)
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	defer x.flushLocked(ps) // also after an error: the rows added are in where
 	for i := range ops {
 		if ops[i].add {
-			err = x.addLocked(tok, &ops[i].doc, scratch)
+			err = x.addLocked(tok, &ops[i].doc, scratch, ps)
 		} else {
+			x.flushLocked(ps)
 			err = x.removeLocked(tok, &ops[i].doc, scratch)
 		}
 		if err != nil {
@@ -231,7 +264,8 @@ func (x *kwIndex) space(ns string) *kwSpace {
 	return sp
 }
 
-func (x *kwIndex) addLocked(tok *ftsTokenizer, d *kwDoc, scratch map[uint32]uint32) error {
+// addLocked adds d; its postings wait in ps.
+func (x *kwIndex) addLocked(tok *ftsTokenizer, d *kwDoc, scratch *kwScratch, ps *kwPoster) error {
 	if _, ok := x.where[d.rowid]; ok { // before tokenizing: nothing to intern
 		return fmt.Errorf("keyword index: row %d added twice", d.rowid)
 	}
@@ -239,11 +273,13 @@ func (x *kwIndex) addLocked(tok *ftsTokenizer, d *kwDoc, scratch map[uint32]uint
 	if err != nil {
 		return err
 	}
-	return x.insertLocked(d, dt)
+	return x.insertLocked(d, dt, ps)
 }
 
-// insertLocked adds d, whose tokens are dt, to its namespace's space.
-func (x *kwIndex) insertLocked(d *kwDoc, dt docTokens) error {
+// insertLocked adds d, whose tokens are dt, to its namespace's space; its
+// postings wait in ps until ps is flushed (kwpost.go), which the caller
+// does before it removes a row or lets go of x.mu.
+func (x *kwIndex) insertLocked(d *kwDoc, dt docTokens, ps *kwPoster) error {
 	if _, ok := x.where[d.rowid]; ok { // replaced in place: drop the old row first
 		return fmt.Errorf("keyword index: row %d added twice", d.rowid)
 	}
@@ -260,29 +296,24 @@ func (x *kwIndex) insertLocked(d *kwDoc, dt docTokens) error {
 	sp.speaker = append(sp.speaker, unique.Make(speakerHead(d.source, d.head)))
 	sp.tsStart = append(sp.tsStart, d.tsStart)
 	sp.tsEnd = append(sp.tsEnd, d.tsEnd)
-	for id, f2 := range dt.f2 {
-		p := sp.post[id]
-		if p == nil {
-			p = &kwPost{minD: math.MaxUint32}
-			sp.post[id] = p
-		}
+	for _, t := range dt.terms {
+		f2 := t.f2
 		if f2 > maxF2 {
 			f2 = maxF2
-			x.inexact[id] = true
+			x.inexact[t.id] = true
 		}
-		p.docs = append(p.docs, doc)
-		p.f2 = append(p.f2, uint16(f2))
-		p.maxF2 = max(p.maxF2, uint16(f2))
-		p.minD = min(p.minD, dt.length)
-		x.df[id]++
+		ps.pend = append(ps.pend, kwEntry{sp: sp, id: t.id, doc: doc, f2: uint16(f2)})
 	}
 	x.where[d.rowid] = kwLoc{sp: sp, doc: doc}
 	x.rows++
 	x.tokens += int64(dt.length)
+	if len(ps.pend) >= kwFlushAt {
+		x.flushLocked(ps)
+	}
 	return nil
 }
 
-func (x *kwIndex) removeLocked(tok *ftsTokenizer, d *kwDoc, scratch map[uint32]uint32) error {
+func (x *kwIndex) removeLocked(tok *ftsTokenizer, d *kwDoc, scratch *kwScratch) error {
 	if _, ok := x.where[d.rowid]; !ok {
 		return fmt.Errorf("keyword index: row %d removed but not held", d.rowid)
 	}
@@ -299,8 +330,8 @@ func (x *kwIndex) deleteLocked(d *kwDoc, dt docTokens) error {
 	if !ok {
 		return fmt.Errorf("keyword index: row %d removed but not held", d.rowid)
 	}
-	for id := range dt.f2 {
-		x.df[id]--
+	for _, t := range dt.terms {
+		x.df[t.id]--
 	}
 	sp := loc.sp
 	x.tokens -= int64(sp.dlen[loc.doc])
@@ -371,9 +402,12 @@ func (x *kwIndex) load(ctx context.Context, db queryer) error {
 		return err
 	}
 	defer putTokenizer(tok)
-	scratch := map[uint32]uint32{}
+	scratch := newKWScratch()
+	ps := kwPosters.Get().(*kwPoster)
+	defer kwPosters.Put(ps)
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	defer x.flushLocked(ps)
 	for rows.Next() {
 		var d kwDoc
 		var ts0, ts1 sql.NullInt64
@@ -382,7 +416,7 @@ func (x *kwIndex) load(ctx context.Context, db queryer) error {
 			return err
 		}
 		d.tsStart, d.tsEnd = nullNanos(ts0), nullNanos(ts1)
-		if err := x.addLocked(tok, &d, scratch); err != nil {
+		if err := x.addLocked(tok, &d, scratch, ps); err != nil {
 			return err
 		}
 	}
@@ -738,6 +772,7 @@ func (x *kwIndex) stats() kwStats {
 	for t := range x.terms {
 		st.bytes += kwTermBytes + int64(len(t))
 	}
+	st.bytes += int64(cap(x.postAt)) * 4
 	for _, sp := range x.byNS {
 		st.bytes += int64(cap(sp.rowids)) * kwRowBytes
 		for _, id := range sp.ids {

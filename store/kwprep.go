@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -99,9 +100,11 @@ func (x *kwIndex) lookup(kt *kwTokens) {
 // unseen tokens interned when intern (an add) and skipped otherwise (a
 // remove: a token never seen is in no posting). Caller holds x.mu for
 // writing.
-func (x *kwIndex) resolveLocked(kt kwTokens, intern bool, scratch map[uint32]uint32) docTokens {
-	clear(scratch)
-	dt := docTokens{f2: scratch, length: kt.length}
+//
+// The terms of kt are distinct tokens, so their ids are distinct: dt holds
+// each once. Its terms live in buf's array until buf's next use.
+func (x *kwIndex) resolveLocked(kt kwTokens, intern bool, buf []kwIDF) docTokens {
+	dt := docTokens{terms: buf[:0], length: kt.length}
 	pre := kt.ix == x
 	for _, t := range kt.terms {
 		id, ok := t.id, pre && t.known
@@ -116,7 +119,7 @@ func (x *kwIndex) resolveLocked(kt kwTokens, intern bool, scratch map[uint32]uin
 			x.terms[strings.Clone(t.t)] = id
 			x.df = append(x.df, 0)
 		}
-		dt.f2[id] += t.f2
+		dt.terms = append(dt.terms, kwIDF{id, t.f2})
 	}
 	return dt
 }
@@ -127,15 +130,25 @@ func (x *kwIndex) applyTokenized(ops []kwOp, toks []kwTokens) error {
 	if len(toks) != len(ops) {
 		return fmt.Errorf("keyword index: %d rows counted for %d changes", len(toks), len(ops))
 	}
-	scratch := map[uint32]uint32{}
+	var buf []kwIDF
+	ps := kwPosters.Get().(*kwPoster)
+	defer kwPosters.Put(ps)
+	n := 0
+	for i := range toks {
+		n += len(toks[i].terms)
+	}
+	ps.pend = slices.Grow(ps.pend, min(n, kwFlushAt))
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	defer x.flushLocked(ps) // also after an error: the rows added are in where
 	for i := range ops {
-		dt := x.resolveLocked(toks[i], ops[i].add, scratch)
+		dt := x.resolveLocked(toks[i], ops[i].add, buf)
+		buf = dt.terms
 		var err error
 		if ops[i].add {
-			err = x.insertLocked(&ops[i].doc, dt)
+			err = x.insertLocked(&ops[i].doc, dt, ps)
 		} else {
+			x.flushLocked(ps)
 			err = x.deleteLocked(&ops[i].doc, dt)
 		}
 		if err != nil {

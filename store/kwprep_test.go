@@ -28,18 +28,23 @@ func TestPreparedTokensEqualTokenize(t *testing.T) {
 		a, b := newKWIndex(), newKWIndex()
 		if !intern { // a remove: the index knows some of the tokens only
 			for _, x := range []*kwIndex{a, b} {
-				if err := x.addLocked(tok, &docs[0], map[uint32]uint32{}); err != nil {
+				ps := new(kwPoster)
+				if err := x.addLocked(tok, &docs[0], newKWScratch(), ps); err != nil {
 					t.Fatal(err)
 				}
+				x.flushLocked(ps)
 			}
 		}
 		var c kwCounter
 		for i := range docs {
-			want, err := a.tokenize(tok, &docs[i], intern, map[uint32]uint32{})
+			want, err := a.tokenize(tok, &docs[i], intern, newKWScratch())
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantF2 := maps.Clone(want.f2)
+			wantF2, ok := want.f2s()
+			if !ok {
+				t.Fatalf("doc %d: tokenize gave a term twice: %v", docs[i].rowid, want.terms)
+			}
 			kt, err := c.count(tok, &docs[i])
 			if err != nil {
 				t.Fatal(err)
@@ -50,9 +55,13 @@ func TestPreparedTokensEqualTokenize(t *testing.T) {
 			case 2: // noted against another index: not used
 				newKWIndex().lookup(&kt)
 			}
-			got := b.resolveLocked(kt, intern, map[uint32]uint32{})
-			if got.length != want.length || !maps.Equal(got.f2, wantF2) {
-				t.Fatalf("doc %d (intern %v): counted %d tokens %v, tokenize %d %v", docs[i].rowid, intern, got.length, got.f2, want.length, wantF2)
+			got := b.resolveLocked(kt, intern, nil)
+			gotF2, ok := got.f2s()
+			if !ok {
+				t.Fatalf("doc %d: resolved a term twice: %v", docs[i].rowid, got.terms)
+			}
+			if got.length != want.length || !maps.Equal(gotF2, wantF2) {
+				t.Fatalf("doc %d (intern %v): counted %d tokens %v, tokenize %d %v", docs[i].rowid, intern, got.length, gotF2, want.length, wantF2)
 			}
 		}
 		if !maps.Equal(a.terms, b.terms) {

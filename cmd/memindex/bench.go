@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +45,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cache := fs.String("cache", "", "vector suite: directory of its cached data files (default: vector-cache under --data, else cache under --out)")
 	render := fs.String("render", "", "measure nothing: merge these report.json files (comma-separated) and write their tables and plot to --out")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	traceFile := fs.String("trace", "", "write an execution trace of the whole run to this file (go tool trace: which goroutine waits on which)")
 	clusterF := registerClusterFlags(fs)
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
@@ -97,16 +99,23 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.LocomoRequired = os.Getenv("MEMINDEX_BENCH_SUITE") != ""
 		fs.Visit(func(f *flag.Flag) { cfg.LocomoRequired = cfg.LocomoRequired || f.Name == "suite" })
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+	for _, rec := range []struct {
+		path  string
+		start func(io.Writer) error
+		stop  func()
+	}{{*cpuProfile, pprof.StartCPUProfile, pprof.StopCPUProfile}, {*traceFile, trace.Start, trace.Stop}} {
+		if rec.path == "" {
+			continue
+		}
+		f, err := os.Create(rec.path)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
+		if err := rec.start(f); err != nil {
 			return err
 		}
-		defer pprof.StopCPUProfile()
+		defer rec.stop()
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)

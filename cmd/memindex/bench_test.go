@@ -32,9 +32,13 @@ func TestBenchSuiteAtATinySize(t *testing.T) {
 		"--messages", "300", "--hot-messages", "200,300", "--hot-sessions", "20", "--search-chunks", "300", "--queries", "5", "--modes", "hybrid,vector",
 		"--clients", "1,4", "--concurrency-duration", "200ms",
 		"--sizes", "300,1200", "--vector-queries", "6"}
+	traceFile := filepath.Join(t.TempDir(), "run.trace")
 	var stdout, stderr bytes.Buffer
-	if err := runBench(ctx, args, &stdout, &stderr); err != nil {
+	if err := runBench(ctx, append(slices.Clone(args), "--trace", traceFile), &stdout, &stderr); err != nil {
 		t.Fatalf("runBench: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if tr, err := os.ReadFile(traceFile); err != nil || !bytes.HasPrefix(tr, []byte("go 1.")) || len(tr) < 1<<10 {
+		t.Errorf("--trace: %d bytes starting %q, %v; want an execution trace", len(tr), tr[:min(len(tr), 16)], err)
 	}
 	b, err := os.ReadFile(filepath.Join(out, "report.json"))
 	if err != nil {
