@@ -772,7 +772,10 @@ func (x *kwIndex) stats() kwStats {
 	for t := range x.terms {
 		st.bytes += kwTermBytes + int64(len(t))
 	}
-	st.bytes += int64(cap(x.postAt)) * 4
+	// flushLocked's counters grow to one a term (by its capacity it would
+	// depend on the batches that grew it: two replicas of one shard report
+	// the same bytes).
+	st.bytes += int64(len(x.df)) * 4
 	for _, sp := range x.byNS {
 		st.bytes += int64(cap(sp.rowids)) * kwRowBytes
 		for _, id := range sp.ids {
