@@ -58,15 +58,18 @@ func TestBenchSuiteAtATinySize(t *testing.T) {
 		if f.Seconds <= 0 || f.PerSecond <= 0 {
 			t.Errorf("hot %+v: want time spent and a rate", f)
 		}
+		if f.System == bench.HotBacklog && (f.PublishSeconds <= 0 || f.PublishCPUMicrosPerMessage <= 0 || f.Sessions != 20) {
+			t.Errorf("hot %+v: want the publishing's time and CPU, and the sessions", f)
+		}
 		// memindex's rows count the worker's commits from its status: at
 		// least one, at most one a message.
-		if memindexRow := f.System == bench.HotMemindex || f.System == bench.HotMemindexMany; memindexRow && (f.Commits < 1 || f.Commits > f.Messages) {
+		if memindexRow := f.System == bench.HotMemindex || f.System == bench.HotMemindexMany || f.System == bench.HotBacklog; memindexRow && (f.Commits < 1 || f.Commits > f.Messages) {
 			t.Errorf("hot %+v: want between 1 and %d commits", f, f.Messages)
 		}
 	}
 	var wantHot []string
 	for _, n := range []int{200, 300} {
-		for _, s := range []string{bench.HotMemindex, bench.HotMemindexMany, bench.HotFTSBatch, bench.HotFTSOne, bench.HotEmbed1, bench.HotEmbedN} {
+		for _, s := range []string{bench.HotMemindex, bench.HotMemindexMany, bench.HotBacklog, bench.HotFTSBatch, bench.HotFTSOne, bench.HotEmbed1, bench.HotEmbedN} {
 			wantHot = append(wantHot, fmt.Sprintf("%s/%d", s, n))
 		}
 	}

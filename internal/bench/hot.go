@@ -23,7 +23,10 @@ import (
 // The hot suite (issue 13 item 3): one namespace, so one partition and one
 // SQLite writer, with many interleaved sessions, ingested over NATS end to
 // end; beside it in the same run the same messages spread over many
-// namespaces, and the floors in process over the same messages: plain FTS5
+// namespaces, the one namespace again from a backlog (published first, then
+// a fresh worker catches up: what the worker alone sustains when its
+// publishers do not share its cores), and the floors in process over the
+// same messages: plain FTS5
 // inserting one row a message (one transaction per batch of the worker's
 // size, and one transaction for all), and the built-in embedder alone on the
 // texts the worker embeds.
@@ -48,12 +51,19 @@ type HotFigure struct {
 	// Messages over Commits is the mean batch, which sets what a commit's
 	// fixed cost weighs a message.
 	Commits int `json:"commits,omitempty"`
+	// PublishSeconds and PublishCPUMicrosPerMessage (the backlog case
+	// only) are the publishing of the events before the worker started:
+	// its time, and the process's CPU a message (publisher and NATS
+	// server). Seconds is then from the worker's start to its last commit.
+	PublishSeconds             float64 `json:"publishSeconds,omitempty"`
+	PublishCPUMicrosPerMessage float64 `json:"publishCpuMicrosPerMessage,omitempty"`
 }
 
 // Systems of the hot suite, as its table names them.
 const (
 	HotMemindex     = "memindex over NATS, one namespace"
 	HotMemindexMany = "memindex over NATS, 100 namespaces"
+	HotBacklog      = "memindex over NATS, one namespace, from a backlog"
 	HotFTSBatch     = "plain FTS5, one tx per batch"
 	HotFTSOne       = "plain FTS5, one tx"
 	HotEmbed1       = "built-in embedder, 1 goroutine"
@@ -83,8 +93,9 @@ func hotEvents(n, sessions int) [][]byte {
 }
 
 // runHot runs the hot suite's memindex cases on n: the hot namespace,
-// then the many-namespaces corpus of the same size.
-func runHot(ctx context.Context, h harness.Hooks, n harness.Node, messages, sessions int, say func(string, ...any)) ([]HotFigure, error) {
+// then the many-namespaces corpus of the same size; then the hot namespace
+// from a backlog, on a NATS server and worker of its own under dir.
+func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, messages, sessions int, say func(string, ...any)) ([]HotFigure, error) {
 	var out []HotFigure
 	for _, c := range []struct {
 		system   string
@@ -115,7 +126,38 @@ func runHot(ctx context.Context, h harness.Hooks, n harness.Node, messages, sess
 		say("  %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy, %d commits (%s messages a batch)",
 			fig.PerSecond, fig.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy, hf.Commits, meanBatch(hf))
 	}
-	return out, nil
+	say("hot: %s, %d messages in %d sessions …", HotBacklog, messages, sessions)
+	hf, err := runHotBacklog(ctx, h, dir, hotEvents(messages, sessions))
+	if err != nil {
+		return nil, err
+	}
+	hf.Sessions = sessions
+	say("  published alone in %.2fs (%.0f µs of CPU a message); then %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy, %d commits (%s messages a batch)",
+		hf.PublishSeconds, hf.PublishCPUMicrosPerMessage, hf.PerSecond, hf.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy, hf.Commits, meanBatch(hf))
+	return append(out, hf), nil
+}
+
+// runHotBacklog publishes lines into a NATS server of its own under dir
+// with no worker running, then starts one worker holding every partition
+// and times it from its first fetch to its last commit (the cluster
+// suite's backlog mode).
+func runHotBacklog(ctx context.Context, h harness.Hooks, dir string, lines [][]byte) (HotFigure, error) {
+	var hf HotFigure
+	err := withBenchCluster(ctx, h, dir, func(c *benchCluster) error {
+		fig, err := c.IngestBacklog(ctx, []string{fmt.Sprintf("0-%d", memindex.DefaultPartitions-1)}, lines)
+		if err != nil {
+			return err
+		}
+		commits, err := workerCommits(ctx, c.nodes[0])
+		if err != nil {
+			return err
+		}
+		hf = HotFigure{System: HotBacklog, Messages: fig.Messages, Seconds: fig.Seconds, PerSecond: fig.PerSecond,
+			CPUMicrosPerMessage: fig.CPUMicrosPerMessage, CoresBusy: fig.CoresBusy, Commits: int(commits),
+			PublishSeconds: fig.PublishSeconds, PublishCPUMicrosPerMessage: fig.PublishCPUMicrosPerMessage}
+		return nil
+	})
+	return hf, err
 }
 
 // workerCommits asks the workers for their status over NATS, as a user

@@ -69,7 +69,7 @@ func runNodeSuites(ctx context.Context, cfg Config, run map[string]bool, rep *Re
 		if !run["hot"] || size <= 0 {
 			break
 		}
-		figs, err := runHot(ctx, cfg.Hooks, n, size, cfg.HotSessions, say)
+		figs, err := runHot(ctx, cfg.Hooks, n, filepath.Join(cfg.Dir, fmt.Sprintf("hot-backlog-%d", size)), size, cfg.HotSessions, say)
 		if err != nil {
 			return err
 		}
