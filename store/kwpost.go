@@ -79,7 +79,8 @@ func (x *kwIndex) flushLocked(ps *kwPoster) {
 		start = end
 	}
 	clear(ps.pend) // drop the spaces they point to
-	ps.pend, ps.ids = ps.pend[:0], ps.ids[:0]
+	clear(ps.out)
+	ps.pend, ps.out, ps.ids = ps.pend[:0], ps.out[:0], ps.ids[:0]
 }
 
 // postGroup appends the entries of one term, in the order their rows were
