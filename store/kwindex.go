@@ -236,8 +236,7 @@ func (x *kwIndex) apply(ops []kwOp) error {
 	}
 	defer putTokenizer(tok)
 	scratch := newKWScratch()
-	ps := kwPosters.Get().(*kwPoster)
-	defer kwPosters.Put(ps)
+	ps := new(kwPoster)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	defer x.flushLocked(ps) // also after an error: the rows added are in where
@@ -403,8 +402,7 @@ func (x *kwIndex) load(ctx context.Context, db queryer) error {
 	}
 	defer putTokenizer(tok)
 	scratch := newKWScratch()
-	ps := kwPosters.Get().(*kwPoster)
-	defer kwPosters.Put(ps)
+	ps := new(kwPoster)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	defer x.flushLocked(ps)

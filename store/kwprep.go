@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -131,13 +130,11 @@ func (x *kwIndex) applyTokenized(ops []kwOp, toks []kwTokens) error {
 		return fmt.Errorf("keyword index: %d rows counted for %d changes", len(toks), len(ops))
 	}
 	var buf []kwIDF
-	ps := kwPosters.Get().(*kwPoster)
-	defer kwPosters.Put(ps)
 	n := 0
 	for i := range toks {
 		n += len(toks[i].terms)
 	}
-	ps.pend = slices.Grow(ps.pend, min(n, kwFlushAt))
+	ps := &kwPoster{pend: make([]kwEntry, 0, min(n, kwFlushAt))}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	defer x.flushLocked(ps) // also after an error: the rows added are in where
