@@ -171,16 +171,6 @@ type docTokens struct {
 // kwIDF is a term id and its weighted frequency in a row (half units).
 type kwIDF struct{ id, f2 uint32 }
 
-// f2s returns dt's frequencies by term id (tests), and false when a term
-// id is there twice.
-func (dt docTokens) f2s() (map[uint32]uint32, bool) {
-	m := make(map[uint32]uint32, len(dt.terms))
-	for _, t := range dt.terms {
-		m[t.id] = t.f2
-	}
-	return m, len(m) == len(dt.terms)
-}
-
 // kwScratch is the buffers of tokenize, reused row after row.
 type kwScratch struct {
 	f2    map[uint32]uint32
@@ -244,8 +234,7 @@ func (x *kwIndex) apply(ops []kwOp) error {
 		if ops[i].add {
 			err = x.addLocked(tok, &ops[i].doc, scratch, ps)
 		} else {
-			x.flushLocked(ps)
-			err = x.removeLocked(tok, &ops[i].doc, scratch)
+			err = x.removeLocked(tok, &ops[i].doc, scratch, ps)
 		}
 		if err != nil {
 			return err
@@ -312,7 +301,7 @@ func (x *kwIndex) insertLocked(d *kwDoc, dt docTokens, ps *kwPoster) error {
 	return nil
 }
 
-func (x *kwIndex) removeLocked(tok *ftsTokenizer, d *kwDoc, scratch *kwScratch) error {
+func (x *kwIndex) removeLocked(tok *ftsTokenizer, d *kwDoc, scratch *kwScratch, ps *kwPoster) error {
 	if _, ok := x.where[d.rowid]; !ok {
 		return fmt.Errorf("keyword index: row %d removed but not held", d.rowid)
 	}
@@ -320,11 +309,14 @@ func (x *kwIndex) removeLocked(tok *ftsTokenizer, d *kwDoc, scratch *kwScratch) 
 	if err != nil {
 		return err
 	}
-	return x.deleteLocked(d, dt)
+	return x.deleteLocked(d, dt, ps)
 }
 
-// deleteLocked removes the row d.rowid, whose tokens are dt.
-func (x *kwIndex) deleteLocked(d *kwDoc, dt docTokens) error {
+// deleteLocked removes the row d.rowid, whose tokens are dt. It posts the
+// entries waiting in ps first: a removal can renumber a space's docs
+// (compactLocked).
+func (x *kwIndex) deleteLocked(d *kwDoc, dt docTokens, ps *kwPoster) error {
+	x.flushLocked(ps)
 	loc, ok := x.where[d.rowid]
 	if !ok {
 		return fmt.Errorf("keyword index: row %d removed but not held", d.rowid)

@@ -39,8 +39,7 @@ type kwPoster struct {
 const kwFlushAt = 1 << 18
 
 // flushLocked posts ps's entries into x, term by term (see above). Caller
-// holds x.mu for writing. Before a row is removed the entries must be
-// posted: a removal can renumber a space's docs (compactLocked).
+// holds x.mu for writing; deleteLocked calls it before a removal.
 func (x *kwIndex) flushLocked(ps *kwPoster) {
 	if len(ps.pend) == 0 {
 		return
@@ -75,8 +74,6 @@ func (x *kwIndex) flushLocked(ps *kwPoster) {
 		at[id] = 0
 		start = end
 	}
-	clear(ps.pend) // drop the spaces they point to
-	clear(ps.out)
 	ps.pend, ps.out, ps.ids = ps.pend[:0], ps.out[:0], ps.ids[:0]
 }
 

@@ -145,8 +145,7 @@ func (x *kwIndex) applyTokenized(ops []kwOp, toks []kwTokens) error {
 		if ops[i].add {
 			err = x.insertLocked(&ops[i].doc, dt, ps)
 		} else {
-			x.flushLocked(ps)
-			err = x.deleteLocked(&ops[i].doc, dt)
+			err = x.deleteLocked(&ops[i].doc, dt, ps)
 		}
 		if err != nil {
 			return err

@@ -69,3 +69,13 @@ func TestPreparedTokensEqualTokenize(t *testing.T) {
 		}
 	}
 }
+
+// f2s returns dt's frequencies by term id, and false when a term id is
+// there twice.
+func (dt docTokens) f2s() (map[uint32]uint32, bool) {
+	m := make(map[uint32]uint32, len(dt.terms))
+	for _, t := range dt.terms {
+		m[t.id] = t.f2
+	}
+	return m, len(m) == len(dt.terms)
+}

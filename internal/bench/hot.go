@@ -97,12 +97,13 @@ func hotEvents(n, sessions int) [][]byte {
 // from a backlog, on a NATS server and worker of its own under dir.
 func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, messages, sessions int, say func(string, ...any)) ([]HotFigure, error) {
 	var out []HotFigure
+	hot := hotEvents(messages, sessions)
 	for _, c := range []struct {
 		system   string
 		sessions int
 		lines    [][]byte
 	}{
-		{HotMemindex, sessions, hotEvents(messages, sessions)},
+		{HotMemindex, sessions, hot},
 		{HotMemindexMany, (messages + 99) / 100, generatedEventsIn(fmt.Sprintf("bench-many-%d", messages), messages)},
 	} {
 		say("hot: %s, %d messages in %d sessions …", c.system, messages, c.sessions)
@@ -127,21 +128,20 @@ func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, me
 			fig.PerSecond, fig.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy, hf.Commits, meanBatch(hf))
 	}
 	say("hot: %s, %d messages in %d sessions …", HotBacklog, messages, sessions)
-	hf, err := runHotBacklog(ctx, h, dir, hotEvents(messages, sessions))
+	hf, err := runHotBacklog(ctx, h, dir, hot, sessions)
 	if err != nil {
 		return nil, err
 	}
-	hf.Sessions = sessions
 	say("  published alone in %.2fs (%.0f µs of CPU a message); then %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy, %d commits (%s messages a batch)",
 		hf.PublishSeconds, hf.PublishCPUMicrosPerMessage, hf.PerSecond, hf.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy, hf.Commits, meanBatch(hf))
 	return append(out, hf), nil
 }
 
-// runHotBacklog publishes lines into a NATS server of its own under dir
-// with no worker running, then starts one worker holding every partition
-// and times it from its first fetch to its last commit (the cluster
-// suite's backlog mode).
-func runHotBacklog(ctx context.Context, h harness.Hooks, dir string, lines [][]byte) (HotFigure, error) {
+// runHotBacklog publishes lines (over sessions sessions) into a NATS
+// server of its own under dir with no worker running, then starts one
+// worker holding every partition and times it from its first fetch to its
+// last commit (the cluster suite's backlog mode).
+func runHotBacklog(ctx context.Context, h harness.Hooks, dir string, lines [][]byte, sessions int) (HotFigure, error) {
 	var hf HotFigure
 	err := withBenchCluster(ctx, h, dir, func(c *benchCluster) error {
 		fig, err := c.IngestBacklog(ctx, []string{fmt.Sprintf("0-%d", memindex.DefaultPartitions-1)}, lines)
@@ -152,7 +152,7 @@ func runHotBacklog(ctx context.Context, h harness.Hooks, dir string, lines [][]b
 		if err != nil {
 			return err
 		}
-		hf = HotFigure{System: HotBacklog, Messages: fig.Messages, Seconds: fig.Seconds, PerSecond: fig.PerSecond,
+		hf = HotFigure{System: HotBacklog, Messages: fig.Messages, Sessions: sessions, Seconds: fig.Seconds, PerSecond: fig.PerSecond,
 			CPUMicrosPerMessage: fig.CPUMicrosPerMessage, CoresBusy: fig.CoresBusy, Commits: int(commits),
 			PublishSeconds: fig.PublishSeconds, PublishCPUMicrosPerMessage: fig.PublishCPUMicrosPerMessage}
 		return nil

@@ -145,11 +145,10 @@ func writeHotTable(w io.Writer, figs []HotFigure) {
 	fmt.Fprintln(w)
 	for _, f := range figs {
 		if f.System == HotBacklog {
-			fmt.Fprintf(w, "From a backlog (%s messages): published first, alone, in %.2f s (%.0f µs of CPU a message: publisher and NATS server), then a fresh worker timed from its start to its last commit.\n",
+			fmt.Fprintf(w, "From a backlog (%s messages): published first, alone, in %.2f s (%.0f µs of CPU a message: publisher and NATS server), then a fresh worker timed from its start to its last commit.\n\n",
 				benchThousands(f.Messages), f.PublishSeconds, f.PublishCPUMicrosPerMessage)
 		}
 	}
-	fmt.Fprintln(w)
 }
 
 // writeGrowthTables prints one table per vector figure: sizes down, variants
