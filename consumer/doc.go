@@ -49,7 +49,8 @@
 // snapshots), the other R-1 slots read replicas; a replica takes over its
 // partition's free owner slot, and a worker that can take no free slot
 // because it holds all their partitions gets one by a swap
-// (lease_replicas.go). Fencing: a lease is valid until TTL/2 after its
+// (lease_replicas.go). The lease table is read whole even while every key
+// is being renewed (lease_keys.go). Fencing: a lease is valid until TTL/2 after its
 // last successful renewal by the holder's clock; Worker.SetFence makes the
 // partition commit nothing after that instant, while the server lets
 // another worker claim only TTL after that renewal.

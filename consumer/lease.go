@@ -158,6 +158,7 @@ type heldLease struct {
 type Leaser struct {
 	cfg   LeaseConfig
 	kv    jetstream.KeyValue
+	keys  *bucketKeys
 	hooks LeaseHooks
 	log   *slog.Logger
 	self  string // the worker name as a key token
@@ -191,7 +192,11 @@ func NewLeaser(ctx context.Context, js jetstream.JetStream, cfg LeaseConfig, hoo
 	if err != nil {
 		return nil, fmt.Errorf("lease bucket %s: %w", LeaseBucket(cfg.Group), err)
 	}
-	return &Leaser{cfg: cfg, kv: kv, hooks: hooks, log: cfg.Logger.With("group", cfg.Group),
+	keys, err := openBucketKeys(ctx, js, kv)
+	if err != nil {
+		return nil, err
+	}
+	return &Leaser{cfg: cfg, kv: kv, keys: keys, hooks: hooks, log: cfg.Logger.With("group", cfg.Group),
 		self: keyToken(cfg.Worker), held: map[int]*heldLease{}}, nil
 }
 
@@ -285,7 +290,7 @@ func (l *Leaser) tick(ctx context.Context) {
 	if l.ticks < 2 {
 		return
 	}
-	keys, err := l.keys(ctx)
+	keys, err := l.keys.list(ctx)
 	if err != nil {
 		l.log.Warn("read the lease table", "err", err)
 		return
@@ -310,20 +315,6 @@ func (l *Leaser) tick(ctx context.Context) {
 	if l.cfg.Replicas > 1 {
 		l.unstarve(ctx, fair, taken, members)
 	}
-}
-
-// keys lists the bucket's live keys.
-func (l *Leaser) keys(ctx context.Context) ([]string, error) {
-	lister, err := l.kv.ListKeys(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer lister.Stop() //nolint:errcheck // nothing to do about it
-	var out []string
-	for k := range lister.Keys() {
-		out = append(out, k)
-	}
-	return out, nil
 }
 
 func (l *Leaser) heartbeat(ctx context.Context) {
@@ -565,13 +556,16 @@ func LeaseTable(ctx context.Context, js jetstream.JetStream, group string) ([]Le
 	if err != nil {
 		return nil, fmt.Errorf("lease bucket %s: %w", LeaseBucket(group), err)
 	}
-	lister, err := kv.ListKeys(ctx)
+	bk, err := openBucketKeys(ctx, js, kv)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := bk.list(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)
 	}
-	defer lister.Stop() //nolint:errcheck // nothing to do about it
 	var out []LeaseHolder
-	for k := range lister.Keys() {
+	for _, k := range keys {
 		p, slot, ok := parseLeaseKey(k)
 		if !ok {
 			continue
