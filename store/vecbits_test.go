@@ -440,7 +440,7 @@ func TestBitsCandidatesHoldTheBestEstimates(t *testing.T) {
 		t.Helper()
 		n := len(sp.rowids)
 		bq := newBitQuery(r, newQuantQuery(q).unit)
-		got := sp.bitsCandidates(bq, r.words, n, want, 2)
+		got := sp.bitsCandidates(bq, r.words, n, want, 2, new(candScratch))
 		if len(got) < min(want, n) {
 			t.Fatalf("%d candidates of %d vectors, want at least %d", len(got), n, want)
 		}
