@@ -57,10 +57,20 @@ CREATE VIRTUAL TABLE chunks_fts USING fts5(
 INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('rank', 'bm25(1.0, 0.0)');
 
 -- Durable copy of the vectors, rowid = chunks.rowid, float32 BLOBs. Searches
--- use the in-memory index loaded from here at Open. chunk_size=256 (default
--- 1024): vec0 writes each vector into its chunk's BLOB in place, and smaller
--- BLOBs measured ~1.6x faster inserts and reserve less space per chunk.
+-- use the in-memory index loaded from here at Open, and read the exact
+-- vectors of their best candidates back from it (store/vecquant_rescore.go).
+-- chunk_size=8 (vec0's default is 1024): vec0 reads one vector by opening
+-- its chunk's BLOB and reading at the vector's offset, and SQLite reaches
+-- that offset by walking the BLOB's overflow pages from the first, so a read
+-- costs a page per 4 KiB of the chunk before the vector. At 384 dims a
+-- chunk of 256 is 96 pages: 6.7 µs a vector where the file is memory-mapped
+-- and 126 µs where it is not (a shard past SQLite's 2 GiB map, or pages the
+-- kernel dropped: each a read from disk), against 7.6 and 15.0 µs for a
+-- chunk of 8, whose 12 KiB span 4 pages; inserts measured the same
+-- (BENCHMARKS.md, issue 13, sixth session). A file created before keeps
+-- the chunk size it was made with (256) until it is rebuilt; every reader
+-- and writer takes the size from the file.
 CREATE VIRTUAL TABLE vec_chunks USING vec0(
   embedding float[{{DIMS}}] distance_metric=cosine,
-  chunk_size=256
+  chunk_size=8
 );
