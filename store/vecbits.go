@@ -506,7 +506,8 @@ func bitsSampleLo(k, n int) int { return k * (n - bitsSampleRun) / (bitsSampleRu
 // aimed at twice as many, with their estimates, and the best of those make
 // up the shortfall. Should even they be too few, it passes again with the
 // lower threshold (lowering it by a quarter of the sample, before, once
-// let a quarter of the namespace through).
+// let a quarter of the namespace through). The positions returned are
+// scr's: valid until scr is used again.
 func (sp *vecSpace) bitsCandidates(q *bitQuery, words, n, want, parts int, scr *candScratch) []int32 {
 	if want >= n {
 		out := slices.Grow(scr.pos[:0], n)[:n]
