@@ -74,17 +74,31 @@ const (
 // a size, so the sizes of one run do not share sessions).
 func hotNamespace(n int) string { return fmt.Sprintf("bench-hot-%d", n) }
 
-// hotEvents returns n message events of one namespace over sessions
-// sessions, interleaved: message i is the (i/sessions+1)-th of session
-// i%sessions, as a tenant's many live conversations arrive.
-func hotEvents(n, sessions int) [][]byte {
+// hotManyNamespaces is how many namespaces the hot suite's spread case
+// spreads the hot namespace's sessions over.
+const hotManyNamespaces = 100
+
+// hotEvents returns n message events over sessions sessions, interleaved:
+// message i is the (i/sessions+1)-th of session i%sessions, as a tenant's
+// many live conversations arrive. With namespaces 1 they are all of the
+// hot namespace; with more, session s is of namespace s%namespaces (the
+// spread case: messages of the same kind, many tenants, drawn from another
+// seed so that the embedding cache does not already hold their texts).
+func hotEvents(n, sessions, namespaces int) [][]byte {
 	g := corpus.New(13)
+	if namespaces > 1 {
+		g = corpus.New(14)
+	}
 	out := make([][]byte, 0, n)
 	for i := range n {
 		s := i % sessions
 		seq := int64(i/sessions + 1)
 		key := fmt.Sprintf("chat-%d", s)
-		b, _ := json.Marshal(memindex.Event{Type: memindex.TypeMessage, Namespace: hotNamespace(n), SessionKey: key,
+		ns := hotNamespace(n)
+		if namespaces > 1 {
+			ns = fmt.Sprintf("bench-many-%d-%02d", n, s%namespaces)
+		}
+		b, _ := json.Marshal(memindex.Event{Type: memindex.TypeMessage, Namespace: ns, SessionKey: key,
 			SessionID: "s1", Seq: seq, ID: fmt.Sprintf("%s/s1/%d", key, seq), Speaker: g.Speakers[int(seq)%len(g.Speakers)],
 			Text: g.Sentence(12 + (i*7)%24), Timestamp: "2026-11-30T09:00:00Z"})
 		out = append(out, b)
@@ -93,18 +107,19 @@ func hotEvents(n, sessions int) [][]byte {
 }
 
 // runHot runs the hot suite's memindex cases on n: the hot namespace,
-// then the many-namespaces corpus of the same size; then the hot namespace
-// from a backlog, on a NATS server and worker of its own under dir.
+// then messages of the same kind and sessions spread over 100 namespaces;
+// then the hot namespace from a backlog, on a NATS server and worker of
+// its own under dir.
 func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, messages, sessions int, say func(string, ...any)) ([]HotFigure, error) {
 	var out []HotFigure
-	hot := hotEvents(messages, sessions)
+	hot := hotEvents(messages, sessions, 1)
 	for _, c := range []struct {
 		system   string
 		sessions int
 		lines    [][]byte
 	}{
 		{HotMemindex, sessions, hot},
-		{HotMemindexMany, (messages + 99) / 100, generatedEventsIn(fmt.Sprintf("bench-many-%d", messages), messages)},
+		{HotMemindexMany, sessions, hotEvents(messages, sessions, hotManyNamespaces)},
 	} {
 		say("hot: %s, %d messages in %d sessions …", c.system, messages, c.sessions)
 		commits0, err := workerCommits(ctx, n)
@@ -195,7 +210,7 @@ type hotMessage struct {
 // transaction per batch messages and with one, and the built-in embedder
 // on each message's embedded text (its context as the chunker makes it).
 func runHotFloors(ctx context.Context, dir string, messages, sessions, batch int, say func(string, ...any)) ([]HotFigure, error) {
-	lines := hotEvents(messages, sessions)
+	lines := hotEvents(messages, sessions, 1)
 	msgs := make([]hotMessage, len(lines))
 	for i, l := range lines {
 		e, err := memindex.DecodeEvent(l)
