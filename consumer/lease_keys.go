@@ -15,9 +15,9 @@ import (
 // kv.ListKeys alone misses keys of a busy bucket: its listing ends once it
 // has received as many entries as the bucket held when it began, and a key
 // written again while it lists is delivered twice, so the count can be
-// reached before a key rewritten meanwhile comes round (72 of 200
-// listings of 40 keys rewritten in a loop missed one:
-// TestBucketKeysMissNothing). A lease bucket is such a bucket, its keys
+// reached before a key rewritten meanwhile comes round (in a scratch test,
+// 72 of 200 listings of 40 keys rewritten in a loop missed one;
+// TestBucketKeysMissNothing runs such listings through list). A lease bucket is such a bucket, its keys
 // renewed every few hundred milliseconds, and a replica lease missing from
 // the list let another worker take the owner slot the replica was about
 // to be promoted to. So the stream's subjects, which the server reads at

@@ -106,13 +106,13 @@ func hotEvents(n, sessions, namespaces int) [][]byte {
 	return out
 }
 
-// runHot runs the hot suite's memindex cases on n: the hot namespace,
-// then messages of the same kind and sessions spread over 100 namespaces;
-// then the hot namespace from a backlog, on a NATS server and worker of
-// its own under dir.
-func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, messages, sessions int, say func(string, ...any)) ([]HotFigure, error) {
+// runHot runs the hot suite's memindex cases on n: the hot namespace's
+// events hot (hotEvents, over sessions sessions), then as many messages of
+// the same kind and sessions spread over 100 namespaces; then hot again
+// from a backlog, on a NATS server and worker of its own under dir.
+func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, hot [][]byte, sessions int, say func(string, ...any)) ([]HotFigure, error) {
 	var out []HotFigure
-	hot := hotEvents(messages, sessions, 1)
+	messages := len(hot)
 	for _, c := range []struct {
 		system   string
 		sessions int
@@ -205,12 +205,12 @@ type hotMessage struct {
 	at time.Time
 }
 
-// runHotFloors times the floors over the hot namespace's messages: plain
-// FTS5 in a SQLite file in dir (WAL, synchronous NORMAL, as a shard) with a
-// transaction per batch messages and with one, and the built-in embedder
-// on each message's embedded text (its context as the chunker makes it).
-func runHotFloors(ctx context.Context, dir string, messages, sessions, batch int, say func(string, ...any)) ([]HotFigure, error) {
-	lines := hotEvents(messages, sessions, 1)
+// runHotFloors times the floors over the hot namespace's events lines (over
+// sessions sessions): plain FTS5 in a SQLite file in dir (WAL, synchronous
+// NORMAL, as a shard) with a transaction per batch messages and with one,
+// and the built-in embedder on each message's embedded text (its context
+// as the chunker makes it).
+func runHotFloors(ctx context.Context, dir string, lines [][]byte, sessions, batch int, say func(string, ...any)) ([]HotFigure, error) {
 	msgs := make([]hotMessage, len(lines))
 	for i, l := range lines {
 		e, err := memindex.DecodeEvent(l)

@@ -69,12 +69,13 @@ func runNodeSuites(ctx context.Context, cfg Config, run map[string]bool, rep *Re
 		if !run["hot"] || size <= 0 {
 			break
 		}
-		figs, err := runHot(ctx, cfg.Hooks, n, filepath.Join(cfg.Dir, fmt.Sprintf("hot-backlog-%d", size)), size, cfg.HotSessions, say)
+		hot := hotEvents(size, cfg.HotSessions, 1)
+		figs, err := runHot(ctx, cfg.Hooks, n, filepath.Join(cfg.Dir, fmt.Sprintf("hot-backlog-%d", size)), hot, cfg.HotSessions, say)
 		if err != nil {
 			return err
 		}
 		say("hot: the floors, in process over the same %d messages …", size)
-		floors, err := runHotFloors(ctx, filepath.Join(cfg.Dir, fmt.Sprintf("hot-%d", size)), size, cfg.HotSessions, spec.Batch, say)
+		floors, err := runHotFloors(ctx, filepath.Join(cfg.Dir, fmt.Sprintf("hot-%d", size)), hot, cfg.HotSessions, spec.Batch, say)
 		if err != nil {
 			return err
 		}
