@@ -53,7 +53,7 @@ type Config struct {
 	// partition is behind (more than BatchSize events wait): a batch over
 	// many interleaved sessions costs the writer about one page write per
 	// session touched, so bigger batches catch up faster (default
-	// 4×BatchSize, at least BatchSize).
+	// 8×BatchSize, at least BatchSize).
 	MaxBatch int
 	// MaxBatchBytes bounds the event payload of one batch (default 16 MiB).
 	// A partition holds at most two batches in memory, one committing and
@@ -127,7 +127,7 @@ func (c *Config) Validate() error {
 		c.BatchWait = 5 * time.Millisecond
 	}
 	if c.MaxBatch == 0 {
-		c.MaxBatch = 4 * c.BatchSize
+		c.MaxBatch = 8 * c.BatchSize
 	}
 	if c.MaxBatch < c.BatchSize {
 		return fmt.Errorf("config: max batch %d is below the batch size %d", c.MaxBatch, c.BatchSize)
