@@ -153,8 +153,15 @@ func (w *Worker) fetch(ctx context.Context, p *partition, it jetstream.MessagesC
 		}
 		b := &fetched{}
 		b.add(w.cfg.Limits, first, md)
+		// No heartbeat reaches the events of a batch being collected, so
+		// it is handed on within a third of AckWait whatever the waits.
+		closeBy := time.Now().Add(w.cfg.AckWait / 3)
 		for len(b.msgs) < w.batchLimit(md, pp) && b.bytes < w.cfg.MaxBatchBytes {
-			m, err := it.Next(jetstream.NextMaxWait(w.nextWait(md)))
+			wait := w.nextWait(md, time.Until(closeBy))
+			if wait <= 0 {
+				break
+			}
+			m, err := it.Next(jetstream.NextMaxWait(wait))
 			if err != nil {
 				break
 			}
@@ -278,11 +285,14 @@ const pendingWait = 100 * time.Millisecond
 // is behind over many interleaved sessions pays the writer's cost of each
 // session it touches once a batch (the hot suite's one namespace committed
 // 2,000-message batches instead of the 4,000 it could have, BENCHMARKS.md).
-func (w *Worker) nextWait(md *jetstream.MsgMetadata) time.Duration {
+// Neither is longer than left, the time the batch may still be collected
+// (none when left is not positive).
+func (w *Worker) nextWait(md *jetstream.MsgMetadata, left time.Duration) time.Duration {
+	wait := w.cfg.BatchWait
 	if md.NumPending > 0 {
-		return max(w.cfg.BatchWait, pendingWait)
+		wait = max(wait, pendingWait)
 	}
-	return w.cfg.BatchWait
+	return min(wait, left)
 }
 
 // handOver sends b to out, with InProgress heartbeats for its messages every
