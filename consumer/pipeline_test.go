@@ -31,6 +31,7 @@ type gatedShard struct {
 	gate    chan error
 	entered chan uint64 // the Seq of each Apply that waits at the gate
 	seqs    []uint64    // the Seq of every Apply that committed
+	sizes   []int       // the messages of every Apply that committed
 }
 
 func (g *gatedShard) Apply(ctx context.Context, b store.Batch) (store.ApplyStats, error) {
@@ -47,6 +48,7 @@ func (g *gatedShard) Apply(ctx context.Context, b store.Batch) (store.ApplyStats
 	if err == nil {
 		g.mu.Lock()
 		g.seqs = append(g.seqs, b.Seq)
+		g.sizes = append(g.sizes, len(b.Messages))
 		g.mu.Unlock()
 	}
 	return st, err
@@ -62,6 +64,13 @@ func (g *gatedShard) committed() []uint64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return slices.Clone(g.seqs)
+}
+
+// batchSizes returns the messages of every batch committed, in order.
+func (g *gatedShard) batchSizes() []int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.sizes)
 }
 
 // textsEmbedder records every text it embeds.
@@ -100,6 +109,14 @@ type pipelineRig struct {
 
 func newPipelineRig(t *testing.T) *pipelineRig {
 	t.Helper()
+	return newPipelineRigWith(t, consumer.Config{BatchSize: 10, MaxBatch: 10, BatchWait: time.Second}, nil)
+}
+
+// newPipelineRigWith is newPipelineRig with the worker's batch settings
+// taken from cfg (BatchSize, MaxBatch, BatchWait) and, when before is not
+// nil, before run once the stream exists and before the worker starts.
+func newPipelineRigWith(t *testing.T, cfg consumer.Config, before func(jetstream.JetStream)) *pipelineRig {
+	t.Helper()
 	s := natstest.Server(t)
 	js, err := jetstream.New(natstest.Connect(t, s))
 	if err != nil {
@@ -108,6 +125,9 @@ func newPipelineRig(t *testing.T) *pipelineRig {
 	ctx, cancel := context.WithCancel(context.Background())
 	if _, err := consumer.EnsureStreams(ctx, js, consumer.StreamConfig{Partitions: 1}); err != nil {
 		t.Fatal(err)
+	}
+	if before != nil {
+		before(js)
 	}
 	inner, err := store.Open(ctx, filepath.Join(t.TempDir(), "p0.db"), store.Config{Dims: testDims})
 	if err != nil {
@@ -118,7 +138,7 @@ func newPipelineRig(t *testing.T) *pipelineRig {
 		t.Fatal(err)
 	}
 	r := &pipelineRig{js: js, sh: &gatedShard{Shard: inner, entered: make(chan uint64, 16)}, emb: &textsEmbedder{Embedder: b}}
-	w, err := consumer.New(js, consumer.Config{Partitions: []int{0}, BatchSize: 10, MaxBatch: 10, BatchWait: time.Second,
+	w, err := consumer.New(js, consumer.Config{Partitions: []int{0}, BatchSize: cfg.BatchSize, MaxBatch: cfg.MaxBatch, BatchWait: cfg.BatchWait,
 		Chunker: chunker.Config{BudgetTokens: 120}}, map[int]consumer.Shard{0: r.sh}, r.emb)
 	if err != nil {
 		t.Fatal(err)

@@ -85,10 +85,11 @@ const hotManyNamespaces = 100
 // spread case: messages of the same kind, many tenants, drawn from another
 // seed so that the embedding cache does not already hold their texts).
 func hotEvents(n, sessions, namespaces int) [][]byte {
-	g := corpus.New(13)
+	seed := uint64(13)
 	if namespaces > 1 {
-		g = corpus.New(14)
+		seed = 14
 	}
+	g := corpus.New(seed)
 	out := make([][]byte, 0, n)
 	for i := range n {
 		s := i % sessions
