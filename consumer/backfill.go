@@ -56,7 +56,7 @@ func (w *Worker) backfillOnce(ctx context.Context, p *partition) (int, error) {
 	}
 	vs := make([]store.ChunkVector, len(pending))
 	for i, c := range pending {
-		vs[i] = store.ChunkVector{ID: c.ID, Vector: vecs[i]}
+		vs[i] = store.ChunkVector{ID: c.ID, Row: c.Row, Vector: vecs[i]}
 	}
 	if _, err := p.shard.SetVectors(ctx, vs); err != nil {
 		w.metrics.ShardError(p.id, err)

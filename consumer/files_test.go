@@ -22,7 +22,7 @@ func TestMemoryFiles(t *testing.T) {
 	if err != nil || len(got) != 1 {
 		t.Fatalf("KeywordSearch(quokka)=%v, %v; want one section", got, err)
 	}
-	recs, _ := h.shardOf(ns).Chunks(ctx, []string{got[0].ID})
+	recs, _ := h.shardOf(ns).ChunksByID(ctx, []string{got[0].ID})
 	if r := recs[got[0].ID]; r.Path != "setup.md" || r.Source != memindex.SourceFiles || r.SeqStart != 4 || r.SeqEnd != 5 || !strings.Contains(r.Text, "Setup > Database") && !strings.Contains(r.Text, "## Database") {
 		t.Fatalf("section = %+v; want setup.md lines 4-5 of the Database section", r)
 	}

@@ -118,7 +118,7 @@ func TestProviderOutageLosesNothing(t *testing.T) {
 		for i, sp := range spans {
 			ids[i] = sp.ID
 		}
-		recs, err := h.shardOf(ns).Chunks(ctx, ids)
+		recs, err := h.shardOf(ns).ChunksByID(ctx, ids)
 		if err != nil {
 			t.Fatal(err)
 		}

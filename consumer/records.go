@@ -31,21 +31,21 @@ func mergeNearDuplicates(ctx context.Context, sh Shard, recs []store.RecordUpser
 		if err != nil {
 			return merged, fmt.Errorf("record %s: near-duplicates: %w", c.Path, err)
 		}
-		ids := make([]string, 0, len(cands))
+		refs := make([]store.ChunkRef, 0, len(cands))
 		for _, cd := range cands {
 			if cd.Score >= RecordMergeCosine {
-				ids = append(ids, cd.ID)
+				refs = append(refs, cd.Ref())
 			}
 		}
-		if len(ids) == 0 {
+		if len(refs) == 0 {
 			continue
 		}
-		stored, err := sh.Chunks(ctx, ids)
+		stored, err := sh.Chunks(ctx, refs)
 		if err != nil {
 			return merged, fmt.Errorf("record %s: near-duplicates: %w", c.Path, err)
 		}
-		for _, id := range ids { // best first
-			s, ok := stored[id]
+		for _, ref := range refs { // best first
+			s, ok := stored[ref.ID]
 			if !ok || s.Namespace != c.Namespace || s.SessionKey != c.SessionKey || s.SessionID != c.SessionID {
 				continue
 			}

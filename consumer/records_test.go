@@ -21,7 +21,7 @@ func TestMemoryRecordsMergeNearDuplicates(t *testing.T) {
 		for i, c := range got {
 			ids[i] = c.ID
 		}
-		recs, err := h.shardOf(ns).Chunks(ctx, ids)
+		recs, err := h.shardOf(ns).ChunksByID(ctx, ids)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,5 +19,5 @@ type Shard interface {
 	Checkpoints() (runs int64, lastErr string)
 	FileHash(ctx context.Context, ns, path string) (string, bool, error)
 	VectorSearch(ctx context.Context, ns string, vec []float32, f store.Filter, limit int) ([]store.Candidate, error)
-	Chunks(ctx context.Context, ids []string) (map[string]store.ChunkRecord, error)
+	Chunks(ctx context.Context, refs []store.ChunkRef) (map[string]store.ChunkRecord, error)
 }

@@ -211,7 +211,7 @@ func TestIngestIndexesAndRechunksOnlyTheTail(t *testing.T) {
 	if err != nil || len(got) == 0 {
 		t.Fatalf("KeywordSearch(topic17) = %v, %v; want a hit", got, err)
 	}
-	recs, err := h.shardOf(ns).Chunks(context.Background(), []string{got[0].ID})
+	recs, err := h.shardOf(ns).ChunksByID(context.Background(), []string{got[0].ID})
 	if err != nil || !strings.Contains(recs[got[0].ID].Text, "topic17") {
 		t.Fatalf("hit text = %q, %v; want it to contain topic17", recs[got[0].ID].Text, err)
 	}

@@ -394,7 +394,7 @@ func single(cands []store.Candidate, vector bool) []Fused {
 			continue
 		}
 		seen[c.ID] = true
-		f := Fused{ID: c.ID, Score: c.Score}
+		f := Fused{ID: c.ID, Row: c.Row, Score: c.Score}
 		if vector {
 			f.VectorScore, f.VectorRank = c.Score, rankOf(c, i)
 		} else {
@@ -418,11 +418,11 @@ func (e *Engine) hydrate(ctx context.Context, s Searcher, req memindex.SearchReq
 	for len(fused) > 0 && len(hits) < req.K {
 		batch := fused[:min(req.K-len(hits), len(fused))]
 		fused = fused[len(batch):]
-		ids := make([]string, len(batch))
+		refs := make([]store.ChunkRef, len(batch))
 		for i, f := range batch {
-			ids[i] = f.ID
+			refs[i] = store.ChunkRef{ID: f.ID, Row: f.Row}
 		}
-		recs, err := s.Chunks(ctx, ids)
+		recs, err := s.Chunks(ctx, refs)
 		if err != nil {
 			return nil, 0, 0, fmt.Errorf("load chunks: %w", err)
 		}

@@ -51,6 +51,7 @@ func (p FuseParams) withDefaults() FuseParams {
 // leg's own score and 1-based rank (0 when the leg did not find it).
 type Fused struct {
 	ID           string
+	Row          int64 // the chunk's rowid as the first leg that found it read it (store.ChunkRef)
 	Score        float64
 	VectorScore  float64
 	KeywordScore float64
@@ -75,22 +76,22 @@ func Fuse(method string, vector, keyword []store.Candidate, p FuseParams) []Fuse
 	p = p.withDefaults()
 	byID := make(map[string]*Fused, len(vector)+len(keyword))
 	order := make([]*Fused, 0, len(vector)+len(keyword))
-	get := func(id string) *Fused {
-		f, ok := byID[id]
+	get := func(c store.Candidate) *Fused {
+		f, ok := byID[c.ID]
 		if !ok {
-			f = &Fused{ID: id}
-			byID[id] = f
+			f = &Fused{ID: c.ID, Row: c.Row}
+			byID[c.ID] = f
 			order = append(order, f)
 		}
 		return f
 	}
 	for i, c := range vector {
-		if f := get(c.ID); f.VectorRank == 0 {
+		if f := get(c); f.VectorRank == 0 {
 			f.VectorScore, f.VectorRank = c.Score, rankOf(c, i)
 		}
 	}
 	for i, c := range keyword {
-		if f := get(c.ID); f.KeywordRank == 0 {
+		if f := get(c); f.KeywordRank == 0 {
 			f.KeywordScore, f.KeywordRank = c.Score, rankOf(c, i)
 		}
 	}

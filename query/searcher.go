@@ -13,8 +13,9 @@ type Searcher interface {
 	KeywordSearch(ctx context.Context, ns, text string, f store.Filter, limit int) ([]store.Candidate, error)
 	// VectorSearch returns the nearest chunks of namespace ns to vec.
 	VectorSearch(ctx context.Context, ns string, vec []float32, f store.Filter, limit int) ([]store.Candidate, error)
-	// Chunks returns the stored chunks of ids by id; ids not stored are absent.
-	Chunks(ctx context.Context, ids []string) (map[string]store.ChunkRecord, error)
+	// Chunks returns the stored chunks of refs (a candidate's id and rowid:
+	// Candidate.Ref) by id; a chunk no longer stored is absent.
+	Chunks(ctx context.Context, refs []store.ChunkRef) (map[string]store.ChunkRecord, error)
 	// AppliedSeq returns the last stream sequence the shard has applied.
 	AppliedSeq(ctx context.Context) (uint64, error)
 }

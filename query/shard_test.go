@@ -151,10 +151,10 @@ func ranked(c []store.Candidate, limit int) []store.Candidate {
 	return c
 }
 
-func (m *memShard) Chunks(ctx context.Context, ids []string) (map[string]store.ChunkRecord, error) {
+func (m *memShard) Chunks(ctx context.Context, refs []store.ChunkRef) (map[string]store.ChunkRecord, error) {
 	out := map[string]store.ChunkRecord{}
 	for _, c := range m.chunks {
-		if slices.Contains(ids, c.rec.ID) {
+		if slices.ContainsFunc(refs, func(r store.ChunkRef) bool { return r.ID == c.rec.ID }) {
 			out[c.rec.ID] = c.rec
 		}
 	}

@@ -18,14 +18,14 @@ type replacedBetween struct {
 	batch *store.Batch
 }
 
-func (r *replacedBetween) Chunks(ctx context.Context, ids []string) (map[string]store.ChunkRecord, error) {
+func (r *replacedBetween) Chunks(ctx context.Context, refs []store.ChunkRef) (map[string]store.ChunkRecord, error) {
 	if b := r.batch; b != nil {
 		r.batch = nil
 		if _, err := r.Apply(ctx, *b); err != nil {
 			return nil, err
 		}
 	}
-	return r.Shard.Chunks(ctx, ids)
+	return r.Shard.Chunks(ctx, refs)
 }
 
 // TestFileReplacedDuringASearchIsFound: a memory file whose new version

@@ -41,7 +41,7 @@ const (
 		WHERE sid = ` + sqlSidOf + ` AND seq_start >= ?`
 	sqlDeleteChunk = `DELETE FROM chunks WHERE rowid = ?`
 	sqlInsertChunk = `INSERT INTO chunks(sid, id, namespace, source, session_key, session_id, seq_start, seq_end, part, text, ts_start, ts_end, has_vector, created_at, path, dir_path, fts_seg, fts_words, fts_ver, context, ctx_seg)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, unixepoch(), ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, unixepoch(), ?, ?, ?, ?, ?, ?, ?)`
 	sqlDeleteFileChunks = `DELETE FROM chunks WHERE namespace = ? AND path = ? AND source = ? RETURNING rowid, fts_body, fts_words, fts_ctx, sk, has_vector, sid`
 	sqlDeleteFile       = `DELETE FROM files WHERE namespace = ? AND path = ?`
 	sqlUpsertFile       = `INSERT INTO files(namespace, path, dir_path, content_hash, content, updated_at) VALUES (?, ?, ?, ?, ?, unixepoch())
@@ -731,6 +731,11 @@ func (w *writer) rechunk(sc *SessionChunks) error {
 				return err
 			}
 		}
+		if sc.Chunks[i].SeqStart < sc.From {
+			// Outside the tail read above: a stored chunk of its id would
+			// not be found, and it would be stored twice.
+			return fmt.Errorf("chunk %s starts at seq %d, before From %d", sc.Chunks[i].ID, sc.Chunks[i].SeqStart, sc.From)
+		}
 		cc := sc.Chunks[i] // a copy: the caller's batch is not modified
 		cc.Namespace, cc.SessionKey, cc.SessionID = ref.Namespace, ref.SessionKey, ref.SessionID
 		c := &cc
@@ -751,8 +756,12 @@ func (w *writer) rechunk(sc *SessionChunks) error {
 	return nil
 }
 
-// insertChunk inserts c with its FTS row and, when it has one, its vector. A
-// chunk whose id is already stored (outside the replaced tail) is left as is.
+// insertChunk inserts c with its FTS row and, when it has one, its vector.
+// Its id is not looked up (no index names a chunk by id: see ChunkRef). A
+// chunk id hashes its scope and position (chunker), so a stored chunk of
+// the same id is the same chunk of the same session, file or record, which
+// the caller has deleted (a file or record replaced) or kept (a session
+// tail: rechunk).
 func (w *writer) insertChunk(c *Chunk) error {
 	fi := newFTSIndexed(c.Text) // the CJK-segmented form (segment.go)
 	cseg, cbody, ccjk := contextIndexForm(c.Context)
@@ -768,9 +777,6 @@ func (w *writer) insertChunk(c *Chunk) error {
 		timeArg(c.TimeStart), timeArg(c.TimeEnd), c.Vector != nil, c.Path, c.DirPath, fi.seg, fi.words, fi.ver, c.Context, cseg)
 	if err != nil {
 		return err
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return err // n == 0: the id is stored already
 	}
 	rowid, err := res.LastInsertId()
 	if err != nil {

@@ -51,7 +51,7 @@ func TestApplyReadBack(t *testing.T) {
 		t.Errorf("SessionChunkSpans() =\n%+v\nwant\n%+v", spans, wantSpans)
 	}
 
-	recs, err := s.Chunks(ctx, []string{"span-1-3", sc.Chunks[0].ID, "nope"})
+	recs, err := s.ChunksByID(ctx, []string{"span-1-3", sc.Chunks[0].ID, "nope"})
 	if err != nil {
 		t.Fatal(err)
 	}

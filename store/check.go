@@ -13,7 +13,8 @@ import (
 // vector location matches the mode; every message and chunk names the
 // sessions row of its own namespace, session key and session id, and every
 // sessions row names some message or chunk; and the in-memory index holds
-// exactly the stored vectors. It returns an error wrapping ErrInconsistent naming
+// exactly the stored vectors; and no chunk id is stored twice (no index
+// enforces it: see ChunkRef). It returns an error wrapping ErrInconsistent naming
 // the first disagreement. It takes the writer, so batches wait while it runs.
 func (s *Shard) Check(ctx context.Context) error {
 	if err := s.check(); err != nil {
@@ -36,7 +37,7 @@ func (s *Shard) Check(ctx context.Context) error {
 	if plainFlag != vs.plain() {
 		return fmt.Errorf("check: the file records vectors in vec_plain=%t, the shard runs in %s: %w", plainFlag, vs.mode, ErrInconsistent)
 	}
-	var flagged, vecRows, orphans, missing, stray, badSid, emptySessions int64
+	var flagged, vecRows, orphans, missing, stray, badSid, emptySessions, twice int64
 	qs := []struct {
 		sql string
 		dst *int64
@@ -47,6 +48,7 @@ func (s *Shard) Check(ctx context.Context) error {
 			WHERE s.sid IS NULL OR s.namespace <> c.namespace OR s.session_key <> c.session_key OR s.session_id <> c.session_id)`, &badSid},
 		{`SELECT count(*) FROM sessions s WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.sid = s.sid)
 			AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.sid = s.sid)`, &emptySessions},
+		{`SELECT count(*) FROM (SELECT id FROM chunks GROUP BY id HAVING count(*) > 1)`, &twice},
 		{`SELECT count(*) FROM chunks WHERE has_vector = 1`, &flagged},
 		{`SELECT count(*) FROM ` + table, &vecRows},
 		{`SELECT count(*) FROM ` + table + ` WHERE rowid NOT IN (SELECT rowid FROM chunks)`, &orphans},
@@ -66,6 +68,8 @@ func (s *Shard) Check(ctx context.Context) error {
 	switch {
 	case badSid > 0:
 		return fmt.Errorf("check: %d messages and chunks without the sessions row of their session: %w", badSid, ErrInconsistent)
+	case twice > 0:
+		return fmt.Errorf("check: %d chunk ids stored more than once: %w", twice, ErrInconsistent)
 	case emptySessions > 0:
 		return fmt.Errorf("check: %d sessions rows name no message and no chunk: %w", emptySessions, ErrInconsistent)
 	case orphans > 0:

@@ -46,7 +46,7 @@ func TestKeywordSearchUsesContext(t *testing.T) {
 	if got := ids("图书馆"); !slices.Equal(got, []string{"z"}) {
 		t.Fatalf("a CJK word of the context finds %v, want z", got)
 	}
-	recs, err := s.Chunks(ctx, []string{"a"})
+	recs, err := s.ChunksByID(ctx, []string{"a"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,12 @@
 //   - Every message and chunk stores the sid of the sessions row of its own
 //     namespace, session key and session id (migration 0009); a sessions
 //     row lives as long as some message or chunk names it (Check).
+//   - A chunk id is stored once (Check), kept so by the chunker's ids (a
+//     hash of scope and position) and Apply's order (a tail read before it
+//     is replaced; a file's or record's chunks deleted before they are
+//     inserted), not by an index (migration 0010). Chunks are read by the
+//     rowid a search or PendingVectors found them at, and only while that
+//     row still holds their id (ChunkRef).
 //   - Every search is confined to exactly one namespace: a chunk of another
 //     namespace is never returned, however similar the names.
 //   - Vectors are stored as float32 little-endian BLOBs, never JSON; vec0 is

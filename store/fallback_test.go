@@ -136,7 +136,7 @@ func TestGoScanShard(t *testing.T) {
 	// SetVectors replaces a vector in place.
 	id := sc1.Chunks[7].ID
 	v2 := randVec(r, testDims)
-	if n, err := s.SetVectors(ctx, []ChunkVector{{ID: id, Vector: v2}}); err != nil || n != 1 {
+	if n, err := setVectorsByID(t, s, []ChunkVector{{ID: id, Vector: v2}}); err != nil || n != 1 {
 		t.Fatalf("SetVectors()=%d, %v, want 1, nil", n, err)
 	}
 	wantNearest(t, s, "n", map[string][]float32{id: v2})
@@ -270,7 +270,6 @@ func breakVec0Writes(tb testing.TB, s *Shard) {
 // to go-scan, keeping every vector; reopened while vec0 is broken it starts
 // in go-scan, and once vec0 is repaired it returns to sqlite-vec.
 func TestVec0WriteFailureFallsBack(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "shard.db")
 	r := rand.New(rand.NewPCG(47, 48))
 	_, a := session("n", "k", "a", 10, r, testDims)
@@ -297,7 +296,7 @@ func TestVec0WriteFailureFallsBack(t *testing.T) {
 		cv[i] = ChunkVector{ID: ch.ID, Vector: randVec(r, testDims)}
 		cvecs[ch.ID] = cv[i].Vector
 	}
-	if n, err := s.SetVectors(ctx, cv); err != nil || n != len(cv) {
+	if n, err := setVectorsByID(t, s, cv); err != nil || n != len(cv) {
 		t.Fatalf("SetVectors()=%d, %v, want %d, nil", n, err, len(cv))
 	}
 	wantNearest(t, s, "n", cvecs)
@@ -385,7 +384,7 @@ func TestUnreadableVec0VectorsWaitAgain(t *testing.T) {
 	for _, c := range sc.Chunks {
 		cv = append(cv, ChunkVector{ID: c.ID, Vector: c.Vector})
 	}
-	if _, err := s.SetVectors(ctx, cv); err != nil {
+	if _, err := setVectorsByID(t, s, cv); err != nil {
 		t.Fatal(err)
 	}
 	wantNearest(t, s, "n", vectors(sc))

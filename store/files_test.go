@@ -77,7 +77,7 @@ func TestApplyFilesAndScopes(t *testing.T) {
 			}
 		})
 	}
-	recs, err := s.Chunks(ctx, []string{"proj/a.mdh1a"})
+	recs, err := s.ChunksByID(ctx, []string{"proj/a.mdh1a"})
 	if r := recs["proj/a.mdh1a"]; err != nil || r.Path != "proj/a.md" || r.DirPath != "/work/a" || r.Source != "files" || r.SeqStart != 1 || r.SeqEnd != 5 {
 		t.Fatalf("Chunks() = %+v, %v; want the file's path, scope and lines", r, err)
 	}

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -115,7 +117,7 @@ func integrity(tb testing.TB, s *Shard) {
 // stored text (Candidate.SnippetFor).
 func snippetOf(tb testing.TB, s *Shard, c Candidate) string {
 	tb.Helper()
-	recs, err := s.Chunks(context.Background(), []string{c.ID})
+	recs, err := s.ChunksByID(context.Background(), []string{c.ID})
 	if err != nil {
 		tb.Fatalf("Chunks(%s): %v", c.ID, err)
 	}
@@ -124,4 +126,28 @@ func snippetOf(tb testing.TB, s *Shard, c Candidate) string {
 		tb.Fatalf("Chunks(%s): not stored", c.ID)
 	}
 	return c.SnippetFor(rec)
+}
+
+// setVectorsByID is SetVectors for vectors named by chunk id alone (as
+// tests know them): each gets the rowid its chunk has now, an id not stored
+// none (0, which no row has).
+func setVectorsByID(tb testing.TB, s *Shard, vs []ChunkVector) (int, error) {
+	tb.Helper()
+	out := make([]ChunkVector, len(vs))
+	for i, v := range vs {
+		out[i] = v
+		out[i].Row = rowOf(tb, s, v.ID)
+	}
+	return s.SetVectors(context.Background(), out)
+}
+
+// rowOf is the rowid of the chunk id (0 when it is not stored).
+func rowOf(tb testing.TB, s *Shard, id string) int64 {
+	tb.Helper()
+	var row int64
+	err := s.r.QueryRow(`SELECT rowid FROM chunks WHERE id = ?`, id).Scan(&row)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		tb.Fatalf("rowid of %s: %v", id, err)
+	}
+	return row
 }

@@ -107,7 +107,7 @@ func (s *Shard) keywordFTS(ctx context.Context, ns string, terms, names []string
 		var c Candidate
 		var rank float64
 		var text string
-		dst := []any{&c.ID, &rank, &c.Snippet}
+		dst := []any{&c.ID, &c.Row, &rank, &c.Snippet}
 		if cjk {
 			dst = append(dst, &text)
 		}
@@ -204,7 +204,7 @@ func keywordQuery(ns, match string, nsTok bool, f Filter, limit int, minRowid in
 	if boost != "" {
 		rank += ` * ` + boost
 	}
-	b.WriteString(`SELECT c.id, ` + rank + ` AS r, snippet(chunks_fts, 0, '` + snippetOpen + `', '` + snippetClose +
+	b.WriteString(`SELECT c.id, c.rowid, ` + rank + ` AS r, snippet(chunks_fts, 0, '` + snippetOpen + `', '` + snippetClose +
 		`', '` + snippetEllips + `', ` + fmt.Sprint(snippetTokens) + `)`)
 	if withText {
 		b.WriteString(`, c.text`)

@@ -173,7 +173,7 @@ func kwCandidates(hits []kwHit, terms, toks []string) []Candidate {
 	snip := &kwSnipper{terms: terms, toks: toks, cjk: hasCJKTerm(terms)}
 	out := make([]Candidate, len(hits))
 	for i, h := range hits {
-		out[i] = Candidate{ID: h.id, Score: keywordScore(-h.score), Rank: i + 1, snip: snip}
+		out[i] = Candidate{ID: h.id, Row: h.rowid, Score: keywordScore(-h.score), Rank: i + 1, snip: snip}
 	}
 	return out
 }

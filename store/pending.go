@@ -16,7 +16,7 @@ func (s *Shard) PendingVectors(ctx context.Context, limit int) ([]PendingChunk, 
 		return nil, nil
 	}
 	rows, err := s.r.QueryContext(ctx,
-		`SELECT id, text, context FROM chunks WHERE has_vector = 0 ORDER BY rowid LIMIT ?`, limit)
+		`SELECT id, rowid, text, context FROM chunks WHERE has_vector = 0 ORDER BY rowid LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("pending vectors: %w", err)
 	}
@@ -24,7 +24,7 @@ func (s *Shard) PendingVectors(ctx context.Context, limit int) ([]PendingChunk, 
 	var out []PendingChunk
 	for rows.Next() {
 		var p PendingChunk
-		if err := rows.Scan(&p.ID, &p.Text, &p.Context); err != nil {
+		if err := rows.Scan(&p.ID, &p.Row, &p.Text, &p.Context); err != nil {
 			return nil, fmt.Errorf("pending vectors: %w", err)
 		}
 		out = append(out, p)
@@ -36,8 +36,9 @@ func (s *Shard) PendingVectors(ctx context.Context, limit int) ([]PendingChunk, 
 }
 
 // SetVectors stores vectors for stored chunks in one transaction, replacing
-// any vector a chunk already has. Ids no longer stored (deleted or
-// rechunked since PendingVectors) are skipped. It returns how many vectors
+// any vector a chunk already has. A chunk is named by its id and rowid
+// (ChunkRef); one no longer stored (deleted or rechunked since
+// PendingVectors) is skipped. It returns how many vectors
 // it wrote; a vector of the wrong length fails the whole call with ErrDims.
 func (s *Shard) SetVectors(ctx context.Context, vs []ChunkVector) (int, error) {
 	n, err := s.setVectors(ctx, vs)
@@ -99,10 +100,10 @@ func (s *Shard) setVectors(ctx context.Context, vs []ChunkVector) (int, error) {
 func (w *writer) setVectors(vs []ChunkVector) error {
 	args := make([]any, len(vs))
 	for i, v := range vs {
-		args[i] = v.ID
+		args[i] = v.Row
 	}
 	rows, err := w.tx.QueryContext(w.ctx, `SELECT id, rowid, namespace, session_key, session_id, ts_start, ts_end, has_vector, source, dir_path
-		FROM chunks WHERE id IN (`+placeholders(len(args))+`)`, args...)
+		FROM chunks WHERE rowid IN (`+placeholders(len(args))+`)`, args...)
 	if err != nil {
 		return err
 	}
@@ -111,7 +112,7 @@ func (w *writer) setVectors(vs []ChunkVector) error {
 		hasVector bool
 		c         Chunk
 	}
-	found := make(map[string]*target, len(vs))
+	found := make(map[ChunkRef]*target, len(vs))
 	for rows.Next() {
 		t := &target{}
 		var ts0, ts1 sql.NullInt64
@@ -120,15 +121,15 @@ func (w *writer) setVectors(vs []ChunkVector) error {
 			return err
 		}
 		t.c.TimeStart, t.c.TimeEnd = timeOf(ts0), timeOf(ts1)
-		found[t.c.ID] = t
+		found[ChunkRef{ID: t.c.ID, Row: t.rowid}] = t
 	}
 	if err := rows.Close(); err != nil {
 		return err
 	}
 	for _, v := range vs {
-		t := found[v.ID]
+		t := found[ChunkRef{ID: v.ID, Row: v.Row}]
 		if t == nil {
-			continue // no longer stored
+			continue // no longer stored (its row may hold a newer chunk)
 		}
 		if t.hasVector {
 			if err := w.flushVectors(); err != nil {

@@ -117,29 +117,30 @@ func placeholders(n int) string {
 	return strings.Repeat("?, ", n-1) + "?"
 }
 
-// Chunks returns the stored chunks among ids, keyed by id; ids not stored are
-// absent. MessageIDs lists, in seq order, the non-empty ids of the messages
+// Chunks returns the stored chunks of refs, keyed by id; a ref whose row
+// no longer holds its id (see ChunkRef) is absent. MessageIDs lists, in seq
+// order, the non-empty ids of the messages
 // of the chunk's session with seq in [SeqStart, SeqEnd]. A session chunk of
 // one message (every chunk the chunker makes today) also carries that
 // message whole in Message; when it is a later piece of a split message,
 // UnitID is the id of the message's first piece. All reads share one
 // snapshot.
-func (s *Shard) Chunks(ctx context.Context, ids []string) (map[string]ChunkRecord, error) {
+func (s *Shard) Chunks(ctx context.Context, refs []ChunkRef) (map[string]ChunkRecord, error) {
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("chunks: %w", err)
 	}
-	out := make(map[string]ChunkRecord, len(ids))
-	if len(ids) == 0 {
+	out := make(map[string]ChunkRecord, len(refs))
+	if len(refs) == 0 {
 		return out, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("chunks: %w", err)
 	}
 	ctx = boundedRead(ctx)
-	if len(ids) <= maxParams {
+	if len(refs) <= maxParams {
 		// One statement is one snapshot: enough unless a chunk needs a
 		// second read (a window's message ids, a later piece's first).
-		if err := readChunks(ctx, s.r, ids, out); err != nil {
+		if err := readChunks(ctx, s.r, refs, out); err != nil {
 			return nil, fmt.Errorf("chunks: %w", err)
 		}
 		second := false
@@ -156,8 +157,8 @@ func (s *Shard) Chunks(ctx context.Context, ids []string) (map[string]ChunkRecor
 		return nil, fmt.Errorf("chunks: %w", err)
 	}
 	defer tx.Rollback()
-	for start := 0; start < len(ids); start += maxParams {
-		if err := readChunks(ctx, tx, ids[start:min(start+maxParams, len(ids))], out); err != nil {
+	for start := 0; start < len(refs); start += maxParams {
+		if err := readChunks(ctx, tx, refs[start:min(start+maxParams, len(refs))], out); err != nil {
 			return nil, fmt.Errorf("chunks: %w", err)
 		}
 	}
@@ -205,6 +206,39 @@ func (s *Shard) Chunks(ctx context.Context, ids []string) (map[string]ChunkRecor
 	return out, tx.Commit()
 }
 
+// ChunksByID is Chunks for chunks known by id alone. No index names a
+// chunk by its id (see ChunkRef), so it scans every chunk row of the
+// shard: for tests and tools, never a search's or a batch's path.
+func (s *Shard) ChunksByID(ctx context.Context, ids []string) (map[string]ChunkRecord, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("chunks by id: %w", err)
+	}
+	var refs []ChunkRef
+	for start := 0; start < len(ids); start += maxParams {
+		part := ids[start:min(start+maxParams, len(ids))]
+		args := make([]any, len(part))
+		for i, id := range part {
+			args[i] = id
+		}
+		rows, err := s.r.QueryContext(ctx, `SELECT id, rowid FROM chunks WHERE id IN (`+placeholders(len(args))+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("chunks by id: %w", err)
+		}
+		for rows.Next() {
+			var r ChunkRef
+			if err := rows.Scan(&r.ID, &r.Row); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("chunks by id: %w", err)
+			}
+			refs = append(refs, r)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("chunks by id: %w", err)
+		}
+	}
+	return s.Chunks(ctx, refs)
+}
+
 // needsSecondRead says Chunks reads more for c than readChunks did: the
 // message ids of a multi-message window (readChunks joined the message of
 // a one-message chunk, when stored), or the first piece of a split message.
@@ -212,19 +246,22 @@ func needsSecondRead(c ChunkRecord) bool {
 	return c.Source == "sessions" && ((c.Message == nil && c.SeqStart != c.SeqEnd) || c.Part > 0)
 }
 
-// readChunks reads the chunks of ids (at most maxParams) into out, a
-// session chunk of one message with that message (whole) and its id.
-func readChunks(ctx context.Context, tx queryer, ids []string, out map[string]ChunkRecord) error {
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
+// readChunks reads the chunks of refs (at most maxParams) into out, a
+// session chunk of one message with that message (whole) and its id; a
+// row that holds another id than its ref's is left out.
+func readChunks(ctx context.Context, tx queryer, refs []ChunkRef, out map[string]ChunkRecord) error {
+	args := make([]any, len(refs))
+	want := make(map[ChunkRef]bool, len(refs))
+	for i, r := range refs {
+		args[i] = r.Row
+		want[r] = true
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT c.id, c.namespace, c.source, c.session_key, c.session_id,
+	rows, err := tx.QueryContext(ctx, `SELECT c.rowid, c.id, c.namespace, c.source, c.session_key, c.session_id,
 		c.seq_start, c.seq_end, c.part, c.text, c.context, c.ts_start, c.ts_end, c.path, c.dir_path, coalesce(c.fts_seg, ''),
 		m.seq, m.id, m.role, m.speaker, m.text, m.ts
 		FROM chunks c LEFT JOIN messages m ON c.source = 'sessions' AND c.seq_start = c.seq_end
 			AND m.sid = c.sid AND m.seq = c.seq_start
-		WHERE c.id IN (`+placeholders(len(args))+`)`, args...)
+		WHERE c.rowid IN (`+placeholders(len(args))+`)`, args...)
 	if err != nil {
 		return err
 	}
@@ -234,10 +271,14 @@ func readChunks(ctx context.Context, tx queryer, ids []string, out map[string]Ch
 		var ts0, ts1, mts sql.NullInt64
 		var mseq sql.NullInt64
 		var mid, mrole, mspeaker, mtext sql.NullString
-		if err := rows.Scan(&c.ID, &c.Namespace, &c.Source, &c.SessionKey, &c.SessionID,
+		var row int64
+		if err := rows.Scan(&row, &c.ID, &c.Namespace, &c.Source, &c.SessionKey, &c.SessionID,
 			&c.SeqStart, &c.SeqEnd, &c.Part, &c.Text, &c.Context, &ts0, &ts1, &c.Path, &c.DirPath, &c.ftsSeg,
 			&mseq, &mid, &mrole, &mspeaker, &mtext, &mts); err != nil {
 			return err
+		}
+		if !want[ChunkRef{ID: c.ID, Row: row}] {
+			continue // the row holds a newer chunk
 		}
 		c.TimeStart, c.TimeEnd = timeOf(ts0), timeOf(ts1)
 		if mseq.Valid {

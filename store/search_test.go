@@ -91,7 +91,7 @@ func TestIndexReloadedAfterReopen(t *testing.T) {
 		mustApply(t, s, Batch{Seq: uint64(i + 1), Messages: m, Rechunk: []SessionChunks{sc}})
 	}
 	mustApply(t, s, Batch{DeleteSessions: []SessionRef{{Namespace: "c", SessionKey: "k"}}})
-	if _, err := s.SetVectors(ctx, []ChunkVector{{ID: "c-a-k-s-1", Vector: randVec(r, testDims)}}); err != nil {
+	if _, err := setVectorsByID(t, s, []ChunkVector{{ID: "c-a-k-s-1", Vector: randVec(r, testDims)}}); err != nil {
 		t.Fatal(err)
 	}
 	before := indexSnapshot(s.index)
@@ -313,27 +313,32 @@ func TestPendingAndSetVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []PendingChunk{{sc.Chunks[0].ID, sc.Chunks[0].Text, sc.Chunks[0].Context}, {sc.Chunks[1].ID, sc.Chunks[1].Text, sc.Chunks[1].Context}, {sc.Chunks[3].ID, sc.Chunks[3].Text, sc.Chunks[3].Context}}
+	pending := func(i int) PendingChunk {
+		c := sc.Chunks[i]
+		return PendingChunk{ID: c.ID, Row: rowOf(t, s, c.ID), Text: c.Text, Context: c.Context}
+	}
+	want := []PendingChunk{pending(0), pending(1), pending(3)}
 	if !reflect.DeepEqual(p, want) {
 		t.Errorf("PendingVectors(3) = %+v, want %+v", p, want)
 	}
-	if _, err := s.SetVectors(ctx, []ChunkVector{{ID: sc.Chunks[0].ID, Vector: []float32{1}}}); !errorsIs(err, ErrDims) {
+	if _, err := s.SetVectors(ctx, []ChunkVector{{ID: p[0].ID, Row: p[0].Row, Vector: []float32{1}}}); !errorsIs(err, ErrDims) {
 		t.Errorf("SetVectors(short vector) error = %v, want ErrDims", err)
 	}
 	// Chunk 4 is rechunked away before its vector arrives: skipped.
+	row4 := rowOf(t, s, sc.Chunks[4].ID)
 	mustApply(t, s, Batch{Rechunk: []SessionChunks{{Session: sc.Session, From: 4}}})
 	vs := []ChunkVector{
-		{sc.Chunks[0].ID, randVec(r, testDims)},
-		{sc.Chunks[1].ID, randVec(r, testDims)},
-		{sc.Chunks[4].ID, randVec(r, testDims)},
-		{sc.Chunks[2].ID, randVec(r, testDims)}, // replaces its vector
+		{p[0].ID, p[0].Row, randVec(r, testDims)},
+		{p[1].ID, p[1].Row, randVec(r, testDims)},
+		{sc.Chunks[4].ID, row4, randVec(r, testDims)},
+		{sc.Chunks[2].ID, rowOf(t, s, sc.Chunks[2].ID), randVec(r, testDims)}, // replaces its vector
 	}
 	n, err := s.SetVectors(ctx, vs)
 	if err != nil || n != 3 {
 		t.Fatalf("SetVectors() = %d, %v, want 3", n, err)
 	}
 	p, _ = s.PendingVectors(ctx, 10)
-	if want := []PendingChunk{{sc.Chunks[3].ID, sc.Chunks[3].Text, sc.Chunks[3].Context}}; !reflect.DeepEqual(p, want) {
+	if want := []PendingChunk{pending(3)}; !reflect.DeepEqual(p, want) {
 		t.Errorf("PendingVectors() after SetVectors = %+v, want %+v", p, want)
 	}
 	st, _ := s.Stats(ctx)
@@ -349,6 +354,42 @@ func TestPendingAndSetVectors(t *testing.T) {
 	}
 	if got := counts(t, s, "n"); got != (rowCounts{chunks: 4, fts: 4, vec: 3}) {
 		t.Errorf("row counts = %+v", got)
+	}
+}
+
+// A chunk is named by its id and the rowid a search or PendingVectors read
+// (ChunkRef). When it is deleted and a newer chunk takes its rowid (SQLite
+// gives the next row the largest rowid + 1, so the last row's rowid comes
+// back), the old name finds nothing: Chunks leaves it out and SetVectors
+// writes no vector for it, while the newer chunk is found by its own.
+func TestARowTakenByANewerChunkIsNotTheOldOne(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, testDims)
+	_, sc := session("n", "k", "s", 5, nil, testDims)
+	mustApply(t, s, Batch{Rechunk: []SessionChunks{sc}})
+	last := sc.Chunks[4]
+	old := ChunkRef{ID: last.ID, Row: rowOf(t, s, last.ID)}
+
+	newer := last
+	newer.ID, newer.Text = "c-newer", "a newer fourth message"
+	mustApply(t, s, Batch{Rechunk: []SessionChunks{{Session: sc.Session, From: 4, Chunks: []Chunk{newer}}}})
+	if got := rowOf(t, s, newer.ID); got != old.Row {
+		t.Fatalf("the newer chunk has row %d, want the old one's %d (the case under test)", got, old.Row)
+	}
+
+	recs, err := s.Chunks(ctx, []ChunkRef{old, {ID: newer.ID, Row: old.Row}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := recs[old.ID]; ok || len(recs) != 1 || recs[newer.ID].Text != newer.Text {
+		t.Errorf("Chunks(old, newer) = %+v, want the newer chunk only", recs)
+	}
+	n, err := s.SetVectors(ctx, []ChunkVector{{ID: old.ID, Row: old.Row, Vector: randVec(rand.New(rand.NewPCG(1, 2)), testDims)}})
+	if err != nil || n != 0 {
+		t.Errorf("SetVectors(old) = %d, %v, want 0 written", n, err)
+	}
+	if p, _ := s.PendingVectors(ctx, 10); len(p) != 5 {
+		t.Errorf("PendingVectors() = %d chunks, want all 5 still waiting", len(p))
 	}
 }
 
@@ -425,7 +466,7 @@ func TestShadowScanMatchesVec0Scan(t *testing.T) {
 		mustApply(t, s, Batch{Rechunk: []SessionChunks{sc}})
 	}
 	mustApply(t, s, Batch{DeleteSessions: []SessionRef{{Namespace: "n", SessionKey: "k", SessionID: "1"}}})
-	if _, err := s.SetVectors(ctx, []ChunkVector{{ID: "c-n-k-0-5", Vector: randVec(r, testDims)}}); err != nil {
+	if _, err := setVectorsByID(t, s, []ChunkVector{{ID: "c-n-k-0-5", Vector: randVec(r, testDims)}}); err != nil {
 		t.Fatal(err)
 	}
 	collect := func(scan func(context.Context, queryer, func(int64, []byte) error) error) map[int64]string {

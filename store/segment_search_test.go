@@ -138,7 +138,7 @@ func TestCJKSnippetsShowTheOriginalText(t *testing.T) {
 		}
 	}
 	// Hydration returns the text as written.
-	recs, err := s.Chunks(ctx, []string{"zh"})
+	recs, err := s.ChunksByID(ctx, []string{"zh"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,6 +50,7 @@ type Chunk struct {
 // SessionChunks replaces the tail of one session's chunking: existing chunks of
 // Session with SeqStart >= From are deleted unless their ID is in Chunks;
 // chunks of Chunks not yet stored are inserted. Kept chunks keep their vectors.
+// Every chunk of Chunks starts at From or later (Apply fails otherwise).
 type SessionChunks struct {
 	Session SessionRef
 	From    int64
@@ -117,14 +118,29 @@ type ChunkSpan struct {
 // PendingChunk is a stored chunk that waits for a vector.
 type PendingChunk struct {
 	ID      string
+	Row     int64 // its rowid (ChunkRef)
 	Text    string
 	Context string
 }
 
-// ChunkVector is a vector for a stored chunk.
+// ChunkVector is a vector for a stored chunk, named as PendingVectors
+// returned it.
 type ChunkVector struct {
 	ID     string
+	Row    int64
 	Vector []float32
+}
+
+// ChunkRef names a stored chunk as a search or PendingVectors found it: its
+// id and the rowid it had then. Chunks and SetVectors read the row and
+// take it only while it still holds that id: a chunk deleted since (its
+// session re-chunked, its file replaced) is missing, even when a newer
+// chunk took its rowid. The id is a content hash with no index of its own
+// (migration 0010): inserting into one would write a random leaf of it for
+// every new chunk.
+type ChunkRef struct {
+	ID  string
+	Row int64
 }
 
 // Filter narrows a search. Zero fields do not filter. A chunk passes the time
@@ -145,6 +161,7 @@ type Filter struct {
 // higher is better; Rank is 1-based.
 type Candidate struct {
 	ID    string
+	Row   int64 // the chunk's rowid when the leg ran (ChunkRef)
 	Score float64
 	Rank  int
 	// Snippet is the keyword leg's matched passage with terms marked, when
@@ -154,6 +171,9 @@ type Candidate struct {
 	// snip cuts the snippet SnippetFor returns (nil: Snippet is it).
 	snip *kwSnipper
 }
+
+// Ref names c's chunk for Chunks.
+func (c Candidate) Ref() ChunkRef { return ChunkRef{ID: c.ID, Row: c.Row} }
 
 // SnippetFor returns c's snippet given its chunk as Shard.Chunks read it:
 // Snippet, or the passage the keyword leg would have marked in the chunk's

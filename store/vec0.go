@@ -294,7 +294,7 @@ func (s *Shard) vec0Search(ctx context.Context, ns string, vec []float32, f Filt
 		if vf.any && !vf.pass(sp, 0) {
 			continue
 		}
-		out = append(out, Candidate{ID: id, Score: clamp01(1 - h.dist)})
+		out = append(out, Candidate{ID: id, Row: h.rowid, Score: clamp01(1 - h.dist)})
 		if len(out) == limit {
 			break
 		}

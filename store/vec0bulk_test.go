@@ -87,7 +87,7 @@ func TestVec0BulkWritesWhatVec0Writes(t *testing.T) {
 		sameVec0Tables(t, fmt.Sprintf("after batch %d", i+1), ref, bulk)
 	}
 	for _, s := range []*Shard{ref, bulk} {
-		if _, err := s.SetVectors(ctx, later); err != nil {
+		if _, err := setVectorsByID(t, s, later); err != nil {
 			t.Fatal(err)
 		}
 	}

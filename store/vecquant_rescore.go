@@ -97,7 +97,7 @@ func (s *Shard) rescore(ctx context.Context, q *quantQuery, cands []vecCand, lim
 	top = top[:min(limit, len(top))]
 	out := make([]Candidate, len(top))
 	for i, t := range top {
-		out[i] = Candidate{ID: ids[t.rowid], Score: clamp01(float64(t.score)), Rank: i + 1}
+		out[i] = Candidate{ID: ids[t.rowid], Row: t.rowid, Score: clamp01(float64(t.score)), Rank: i + 1}
 	}
 	return out, nil
 }

@@ -168,7 +168,7 @@ func exactSearch(rows []vecRow, q []float32, pass func(*vecRow) bool, limit int)
 	sort.Slice(all, func(i, j int) bool { return better(all[i], all[j]) })
 	out := make([]Candidate, 0, limit)
 	for i, it := range all[:min(limit, len(all))] {
-		out = append(out, Candidate{ID: rows[it.pos].id, Score: clamp01(float64(it.score)), Rank: i + 1})
+		out = append(out, Candidate{ID: rows[it.pos].id, Row: it.rowid, Score: clamp01(float64(it.score)), Rank: i + 1})
 	}
 	return out
 }
@@ -308,10 +308,10 @@ func TestQuantizedIndexInStep(t *testing.T) {
 	for i := range rows {
 		if i%3 == 0 {
 			rows[i].vec = g.vector()
-			cv = append(cv, ChunkVector{ID: rows[i].id, Vector: rows[i].vec})
+			cv = append(cv, ChunkVector{ID: rows[i].id, Row: rows[i].rowid, Vector: rows[i].vec})
 		}
 	}
-	if _, err := s.SetVectors(ctx, cv); err != nil {
+	if _, err := setVectorsByID(t, s, cv); err != nil {
 		t.Fatal(err)
 	}
 	mustApply(t, s, Batch{DeleteSessions: []SessionRef{{Namespace: "n", SessionKey: "key-1", SessionID: "1"}}})
