@@ -116,8 +116,10 @@ func (c *LeaseConfig) Validate() error {
 	return nil
 }
 
-// LeaseHooks are what a Leaser drives. Gain and Drop run on the Leaser's
-// goroutine, one at a time.
+// LeaseHooks are what a Leaser drives. Gain runs on the Leaser's main
+// goroutine, Drop on it or on the renewals' (a lease lost at renewal); a
+// partition's Gain and Drop never overlap: a Gain of a partition whose
+// Drop is still stopping the old holder waits for it.
 type LeaseHooks struct {
 	// Gain starts holding partition p (owner: slot 0) with writes fenced at
 	// fence. An error gives the lease back.
@@ -165,6 +167,12 @@ type Leaser struct {
 
 	mu   sync.Mutex // guards held and members
 	held map[int]*heldLease
+	// moving[p] is held by a Gain or Drop of partition p. A lease lost at
+	// renewal is dropped on the renewals' goroutine while the main loop,
+	// seeing the partition free, may claim it again at once; the new
+	// holder's shard and consumer must not start until the old ones are
+	// stopped and closed, or the Drop would close what the Gain opened.
+	moving []sync.Mutex
 	// members is the group's size at the last rebalance.
 	members int
 	ticks   int
@@ -197,7 +205,7 @@ func NewLeaser(ctx context.Context, js jetstream.JetStream, cfg LeaseConfig, hoo
 		return nil, err
 	}
 	return &Leaser{cfg: cfg, kv: kv, keys: keys, hooks: hooks, log: cfg.Logger.With("group", cfg.Group),
-		self: keyToken(cfg.Worker), held: map[int]*heldLease{}}, nil
+		self: keyToken(cfg.Worker), held: map[int]*heldLease{}, moving: make([]sync.Mutex, cfg.Partitions)}, nil
 }
 
 // keyToken makes s a KV key token: characters outside [A-Za-z0-9_-] become _.
@@ -412,7 +420,16 @@ func (l *Leaser) drop(ctx context.Context, h *heldLease, handover bool) {
 		delete(l.held, h.p)
 	}
 	l.mu.Unlock()
+	l.moving[h.p].Lock()
+	defer l.moving[h.p].Unlock()
 	l.hooks.Drop(ctx, h.p, handover)
+}
+
+// gain runs the Gain hook for hl once no Drop of its partition runs.
+func (l *Leaser) gain(ctx context.Context, hl *heldLease) error {
+	l.moving[hl.p].Lock()
+	defer l.moving[hl.p].Unlock()
+	return l.hooks.Gain(ctx, hl.p, hl.slot == 0, hl.valid)
 }
 
 // claim creates free lease keys until this worker holds fair partitions,
@@ -455,7 +472,7 @@ func (l *Leaser) take(ctx context.Context, p, slot int, taken map[string]bool) b
 		return false
 	}
 	hl := &heldLease{p: p, slot: slot, key: key, rev: rev, valid: begin.Add(l.cfg.TTL / 2)}
-	if err := l.hooks.Gain(ctx, p, slot == 0, hl.valid); err != nil {
+	if err := l.gain(ctx, hl); err != nil {
 		l.log.Error("take a claimed partition; giving the lease back", attrPartition, p, attrErr, err)
 		_ = l.kv.Delete(ctx, key, jetstream.LastRevision(rev))
 		return false

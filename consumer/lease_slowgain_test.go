@@ -63,15 +63,8 @@ func TestSlowGainKeepsTheOtherLeasesRenewed(t *testing.T) {
 			mu.Unlock()
 		},
 	}
-	l, err := consumer.NewLeaser(context.Background(), js, consumer.LeaseConfig{
-		Group: "slow", Worker: "w", Partitions: 2, Replicas: 1, TTL: testLeaseTTL}, hooks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); l.Run(ctx) }()
-	defer func() { release(); cancel(); <-done }()
+	l, _ := runLeaser(t, js, "slow", 2, hooks)
+	defer release() // before the leaser stops (runLeaser's cleanup): a blocked hook returns
 
 	// While the second Gain blocks, the first partition's fence must move
 	// past where it stood when that Gain began plus a whole TTL.
@@ -93,4 +86,112 @@ func TestSlowGainKeepsTheOtherLeasesRenewed(t *testing.T) {
 	mu.Unlock()
 	release()
 	poll(t, 20*time.Second, func() bool { return len(l.Held()) == 2 }, func() string { return fmt.Sprintf("held %v, want both: %s", l.Held(), state()) })
+}
+
+// TestGainWaitsForTheDropOfTheSamePartition: a lease lost at renewal is
+// dropped on the renewals' goroutine, and the main loop, seeing the
+// partition free, claims it again at once. The new Gain must wait until
+// that Drop has stopped the old holder: a node's Drop closes the shard it
+// finds for the partition, which would be the one the new Gain had just
+// opened (TestClusterEndToEnd once ended with a partition held on a
+// closed shard, applying nothing).
+func TestGainWaitsForTheDropOfTheSamePartition(t *testing.T) {
+	s := natstest.Server(t)
+	js, err := jetstream.New(natstest.Connect(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu       sync.Mutex
+		gains    int
+		dropping bool
+		overlaps int
+		drops    = make(chan struct{}, 8)
+		unblock  = make(chan struct{})
+		once     sync.Once
+	)
+	release := func() { once.Do(func() { close(unblock) }) }
+	defer release()
+	hooks := consumer.LeaseHooks{
+		Gain: func(ctx context.Context, p int, owner bool, fence time.Time) error {
+			mu.Lock()
+			defer mu.Unlock()
+			gains++
+			if dropping {
+				overlaps++
+			}
+			return nil
+		},
+		Drop: func(ctx context.Context, p int, handover bool) {
+			mu.Lock()
+			dropping = true
+			mu.Unlock()
+			drops <- struct{}{}
+			select { // the old holder takes its time to stop
+			case <-unblock:
+			case <-ctx.Done():
+			}
+			mu.Lock()
+			dropping = false
+			mu.Unlock()
+		},
+		Fence: func(p int, until time.Time) {},
+	}
+	l, ctx := runLeaser(t, js, "regain", 1, hooks)
+	defer release() // before the leaser stops (runLeaser's cleanup): a blocked hook returns
+	count := func() (int, int) { mu.Lock(); defer mu.Unlock(); return gains, overlaps }
+	poll(t, 20*time.Second, func() bool { return len(l.Held()) == 1 }, func() string { return "the partition to be held" })
+
+	// Another party removes the lease: the next renewal finds it gone and
+	// drops the partition, and the Drop blocks.
+	kv, err := js.KeyValue(context.Background(), consumer.LeaseBucket("regain"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := kv.Get(context.Background(), "leases.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(context.Background(), "leases.0.0"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-drops:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no Drop after the lease was deleted")
+	}
+	// The main loop claims the free partition again (its key is created
+	// before Gain runs); give a Gain that would not wait the moment it needs.
+	poll(t, 20*time.Second, func() bool {
+		e, err := kv.Get(context.Background(), "leases.0.0")
+		return err == nil && e.Revision() > first.Revision()
+	}, func() string { return "the partition's lease to be claimed again" })
+	select {
+	case <-time.After(time.Second):
+	case <-ctx.Done():
+	}
+	if g, o := count(); o != 0 {
+		t.Fatalf("%d Gain calls, %d of them while the partition's Drop was running", g, o)
+	}
+	release()
+	poll(t, 20*time.Second, func() bool { g, _ := count(); return g >= 2 }, func() string { return "the second Gain after the Drop" })
+	if g, o := count(); o != 0 {
+		t.Fatalf("%d Gain calls, %d of them while the partition's Drop was running", g, o)
+	}
+}
+
+// runLeaser starts a Leaser of worker "w" in group with one slot of each of
+// partitions and the test lease TTL, and stops it at cleanup; ctx ends then.
+func runLeaser(t *testing.T, js jetstream.JetStream, group string, partitions int, hooks consumer.LeaseHooks) (*consumer.Leaser, context.Context) {
+	t.Helper()
+	l, err := consumer.NewLeaser(context.Background(), js, consumer.LeaseConfig{
+		Group: group, Worker: "w", Partitions: partitions, Replicas: 1, TTL: testLeaseTTL}, hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); l.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return l, ctx
 }
