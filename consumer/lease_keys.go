@@ -12,16 +12,17 @@ import (
 // bucketKeys lists the keys of a JetStream key-value bucket that hold a
 // value (not deleted, not expired).
 //
-// kv.ListKeys alone misses keys of a busy bucket: its listing ends once it
-// has received as many entries as the bucket held when it began, and a key
-// written again while it lists is delivered twice, so the count can be
-// reached before a key rewritten meanwhile comes round (in a scratch test,
-// 72 of 200 listings of 40 keys rewritten in a loop missed one;
-// TestBucketKeysMissNothing runs such listings through list). A lease
-// bucket is such a bucket, its keys renewed every few hundred
-// milliseconds, and a replica lease missing from the list let another
-// worker take the owner slot the replica was about to be promoted to. So the stream's subjects, which the server reads at
-// one instant, are read after the listing, and a key among them the listing
+// kv.ListKeys alone misses keys of a busy bucket: its listing ends once
+// it has received as many entries as the bucket held when it began, and
+// a key written again while it lists is delivered twice, so the count
+// can be reached before a key rewritten meanwhile comes round (in a
+// scratch test, 72 of 200 listings of 40 keys rewritten in a loop
+// missed one; TestBucketKeysMissNothing runs such listings through
+// list). A lease bucket is such a bucket, its keys renewed every few
+// hundred milliseconds, and a replica lease missing from the list let
+// another worker take the owner slot the replica was about to be
+// promoted to. So the stream's subjects, which the server reads at one
+// instant, are read after the listing, and a key among them the listing
 // did not report is read directly, which tells a live key from a delete
 // marker.
 type bucketKeys struct {

@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"memindex/consumer"
-	"memindex/internal/natstest"
 )
 
 // TestSlowGainKeepsTheOtherLeasesRenewed: gaining a partition can take
@@ -18,11 +17,7 @@ import (
 // while the cluster elects leaders). Meanwhile the partitions already held
 // keep being renewed and keep their fence moving; none is dropped.
 func TestSlowGainKeepsTheOtherLeasesRenewed(t *testing.T) {
-	s := natstest.Server(t)
-	js, err := jetstream.New(natstest.Connect(t, s))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := groupServer(t, 1)
 	var (
 		mu         sync.Mutex
 		gained     []int
@@ -63,7 +58,7 @@ func TestSlowGainKeepsTheOtherLeasesRenewed(t *testing.T) {
 			mu.Unlock()
 		},
 	}
-	l, _ := runLeaser(t, js, "slow", 2, hooks)
+	l := runLeaser(t, js, "slow", 2, hooks)
 	defer release() // before the leaser stops (runLeaser's cleanup): a blocked hook returns
 
 	// While the second Gain blocks, the first partition's fence must move
@@ -96,11 +91,7 @@ func TestSlowGainKeepsTheOtherLeasesRenewed(t *testing.T) {
 // opened (TestClusterEndToEnd once ended with a partition held on a
 // closed shard, applying nothing).
 func TestGainWaitsForTheDropOfTheSamePartition(t *testing.T) {
-	s := natstest.Server(t)
-	js, err := jetstream.New(natstest.Connect(t, s))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := groupServer(t, 1)
 	var (
 		mu       sync.Mutex
 		gains    int
@@ -137,7 +128,7 @@ func TestGainWaitsForTheDropOfTheSamePartition(t *testing.T) {
 		},
 		Fence: func(p int, until time.Time) {},
 	}
-	l, ctx := runLeaser(t, js, "regain", 1, hooks)
+	l := runLeaser(t, js, "regain", 1, hooks)
 	defer release() // before the leaser stops (runLeaser's cleanup): a blocked hook returns
 	count := func() (int, int) { mu.Lock(); defer mu.Unlock(); return gains, overlaps }
 	poll(t, 20*time.Second, func() bool { return len(l.Held()) == 1 }, func() string { return "the partition to be held" })
@@ -166,10 +157,7 @@ func TestGainWaitsForTheDropOfTheSamePartition(t *testing.T) {
 		e, err := kv.Get(context.Background(), "leases.0.0")
 		return err == nil && e.Revision() > first.Revision()
 	}, func() string { return "the partition's lease to be claimed again" })
-	select {
-	case <-time.After(time.Second):
-	case <-ctx.Done():
-	}
+	<-time.After(time.Second)
 	if g, o := count(); o != 0 {
 		t.Fatalf("%d Gain calls, %d of them while the partition's Drop was running", g, o)
 	}
@@ -181,8 +169,8 @@ func TestGainWaitsForTheDropOfTheSamePartition(t *testing.T) {
 }
 
 // runLeaser starts a Leaser of worker "w" in group with one slot of each of
-// partitions and the test lease TTL, and stops it at cleanup; ctx ends then.
-func runLeaser(t *testing.T, js jetstream.JetStream, group string, partitions int, hooks consumer.LeaseHooks) (*consumer.Leaser, context.Context) {
+// partitions and the test lease TTL, and stops it at cleanup.
+func runLeaser(t *testing.T, js jetstream.JetStream, group string, partitions int, hooks consumer.LeaseHooks) *consumer.Leaser {
 	t.Helper()
 	l, err := consumer.NewLeaser(context.Background(), js, consumer.LeaseConfig{
 		Group: group, Worker: "w", Partitions: partitions, Replicas: 1, TTL: testLeaseTTL}, hooks)
@@ -193,5 +181,5 @@ func runLeaser(t *testing.T, js jetstream.JetStream, group string, partitions in
 	done := make(chan struct{})
 	go func() { defer close(done); l.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return l, ctx
+	return l
 }

@@ -12,22 +12,24 @@ import (
 )
 
 // BenchmarkApplyHotNamespace is the commit stage of one hot namespace
-// (issue 13 item 3): b.N messages of one namespace interleaved over 1,000
-// sessions (message i is the next of session i%1000) applied from an empty
-// shard in batches of each size up to what a worker behind makes (8,000
-// messages, its default MaxBatch since 27dba89): each session's new
-// messages and the re-chunking of its tail, which keeps the open chunk and
-// adds one chunk a message with its context and a 384-dim vector. It reports messages/s and the µs a message of each part of
-// Apply: the messages stage, the rechunk stage (chunk rows, FTS5 rows,
-// vectors), the commit, and the in-memory indexes after it; and the CPU
-// time of the process a message (all its threads), which a loaded box
-// inflates less than the wall time. Run it with
+// (issue 13 item 3): b.N messages of one namespace interleaved over
+// 1,000 sessions (message i is the next of session i%1000) applied from
+// an empty shard in batches of each size up to what a worker behind
+// makes (8,000 messages, its default MaxBatch since 27dba89): each
+// session's new messages and the re-chunking of its tail, which keeps
+// the open chunk and adds one chunk a message with its context and a
+// 384-dim vector. It reports messages/s and the µs a message of each
+// part of Apply: the messages stage, the rechunk stage (chunk rows,
+// FTS5 rows, vectors), the commit, and the in-memory indexes after it;
+// and the CPU time of the process a message (all its threads), which a
+// loaded box inflates less than the wall time. Run it with
 // -benchtime=100000x for the bench suite's size.
 //
 // Batches of 250 are what each of 16 partitions commits when the
 // messages are spread over many namespaces; keys=agent names the
 // sessions as agent platforms do (a tenant namespace, a routing session
-// key, a UUID session id) instead of the short names of the bench suite.
+// key, a UUID session id) instead of the short names of the bench
+// suite.
 func BenchmarkApplyHotNamespace(b *testing.B) {
 	for _, per := range []int{250, 1000, 4000, 8000} {
 		b.Run(fmt.Sprintf("batch=%d", per), func(b *testing.B) {

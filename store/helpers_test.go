@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -144,10 +142,12 @@ func setVectorsByID(tb testing.TB, s *Shard, vs []ChunkVector) (int, error) {
 // rowOf is the rowid of the chunk id (0 when it is not stored).
 func rowOf(tb testing.TB, s *Shard, id string) int64 {
 	tb.Helper()
-	var row int64
-	err := s.r.QueryRow(`SELECT rowid FROM chunks WHERE id = ?`, id).Scan(&row)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	refs, err := chunkRefs(context.Background(), s.r, []string{id})
+	if err != nil {
 		tb.Fatalf("rowid of %s: %v", id, err)
 	}
-	return row
+	if len(refs) == 0 {
+		return 0
+	}
+	return refs[0].Row
 }

@@ -213,6 +213,16 @@ func (s *Shard) ChunksByID(ctx context.Context, ids []string) (map[string]ChunkR
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("chunks by id: %w", err)
 	}
+	refs, err := chunkRefs(ctx, s.r, ids)
+	if err != nil {
+		return nil, fmt.Errorf("chunks by id: %w", err)
+	}
+	return s.Chunks(ctx, refs)
+}
+
+// chunkRefs names the stored chunks of ids by their rows, scanning chunks
+// (ChunksByID); an id not stored has none.
+func chunkRefs(ctx context.Context, db queryer, ids []string) ([]ChunkRef, error) {
 	var refs []ChunkRef
 	for start := 0; start < len(ids); start += maxParams {
 		part := ids[start:min(start+maxParams, len(ids))]
@@ -220,23 +230,23 @@ func (s *Shard) ChunksByID(ctx context.Context, ids []string) (map[string]ChunkR
 		for i, id := range part {
 			args[i] = id
 		}
-		rows, err := s.r.QueryContext(ctx, `SELECT id, rowid FROM chunks WHERE id IN (`+placeholders(len(args))+`)`, args...)
+		rows, err := db.QueryContext(ctx, `SELECT id, rowid FROM chunks WHERE id IN (`+placeholders(len(args))+`)`, args...)
 		if err != nil {
-			return nil, fmt.Errorf("chunks by id: %w", err)
+			return nil, err
 		}
 		for rows.Next() {
 			var r ChunkRef
 			if err := rows.Scan(&r.ID, &r.Row); err != nil {
 				rows.Close()
-				return nil, fmt.Errorf("chunks by id: %w", err)
+				return nil, err
 			}
 			refs = append(refs, r)
 		}
 		if err := rows.Close(); err != nil {
-			return nil, fmt.Errorf("chunks by id: %w", err)
+			return nil, err
 		}
 	}
-	return s.Chunks(ctx, refs)
+	return refs, nil
 }
 
 // needsSecondRead says Chunks reads more for c than readChunks did: the
