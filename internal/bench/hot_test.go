@@ -6,22 +6,23 @@ import (
 )
 
 // TestHotTableShowsCPU: the hot table gives memindex's rows their CPU a
-// message, cores busy, commits and mean batch, and the floors (timed
+// message, cores busy, page faults a message (a dash when not measured),
+// commits and mean batch, and the floors (timed
 // without them) a dash; the backlog row's publishing is said below it.
 func TestHotTableShowsCPU(t *testing.T) {
 	var b strings.Builder
 	writeHotTable(&b, []HotFigure{
-		{System: HotMemindex, Messages: 100000, Sessions: 1000, Seconds: 10, PerSecond: 10000, CPUMicrosPerMessage: 171.4, CoresBusy: 1.714, Commits: 45},
+		{System: HotMemindex, Messages: 100000, Sessions: 1000, Seconds: 10, PerSecond: 10000, CPUMicrosPerMessage: 171.4, CoresBusy: 1.714, Commits: 45, FaultsPerMessage: 1.456},
 		{System: HotBacklog, Messages: 100000, Sessions: 1000, Seconds: 8, PerSecond: 12500, CPUMicrosPerMessage: 120.4, CoresBusy: 1.505, Commits: 25,
 			PublishSeconds: 3.25, PublishCPUMicrosPerMessage: 31.6},
 		{System: HotFTSBatch, Messages: 100000, Sessions: 1000, Seconds: 2, PerSecond: 50000},
 	})
 	for _, want := range []string{
-		"| memindex over NATS, one namespace, from a backlog | 100,000 | 1,000 | 8.00 | 12,500 | 0.80× | 120 | 1.50 | 25 | 4000 |",
+		"| memindex over NATS, one namespace, from a backlog | 100,000 | 1,000 | 8.00 | 12,500 | 0.80× | 120 | 1.50 | — | 25 | 4000 |",
 		"From a backlog (100,000 messages): published first, alone, in 3.25 s (32 µs of CPU a message: publisher and NATS server)",
-		"| CPU µs a message | cores busy | commits | messages a batch |",
-		"| memindex over NATS, one namespace | 100,000 | 1,000 | 10.00 | 10,000 | 1.00× | 171 | 1.71 | 45 | 2222 |",
-		"| plain FTS5, one tx per batch | 100,000 | 1,000 | 2.00 | 50,000 | 0.20× | — | — | — | — |",
+		"| CPU µs a message | cores busy | page faults a message | commits | messages a batch |",
+		"| memindex over NATS, one namespace | 100,000 | 1,000 | 10.00 | 10,000 | 1.00× | 171 | 1.71 | 1.46 | 45 | 2222 |",
+		"| plain FTS5, one tx per batch | 100,000 | 1,000 | 2.00 | 50,000 | 0.20× | — | — | — | — | — |",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("hot table lacks %q:\n%s", want, b.String())

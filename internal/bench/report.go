@@ -124,23 +124,26 @@ func writeHotTable(w io.Writer, figs []HotFigure) {
 	}
 	fmt.Fprintln(w, "Ingest of one hot namespace (memindex over NATS, publish to last commit; the floors in process over the same messages):")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| system | messages | sessions | seconds | messages/s | time vs memindex, one namespace | CPU µs a message | cores busy | commits | messages a batch |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| system | messages | sessions | seconds | messages/s | time vs memindex, one namespace | CPU µs a message | cores busy | page faults a message | commits | messages a batch |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, f := range figs {
 		vs := "—"
 		if r := ref[f.Messages]; r > 0 && f.Seconds > 0 {
 			vs = fmt.Sprintf("%.2f×", f.Seconds/r)
 		}
-		cpu, busy := "—", "—"
+		cpu, busy, faults := "—", "—", "—"
 		if f.CPUMicrosPerMessage > 0 {
 			cpu, busy = fmt.Sprintf("%.0f", f.CPUMicrosPerMessage), fmt.Sprintf("%.2f", f.CoresBusy)
+		}
+		if f.FaultsPerMessage > 0 {
+			faults = fmt.Sprintf("%.2f", f.FaultsPerMessage)
 		}
 		commits := "—"
 		if f.Commits > 0 {
 			commits = benchThousands(f.Commits)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s |\n", f.System, benchThousands(f.Messages), benchThousands(f.Sessions), f.Seconds,
-			benchThousands(int(f.PerSecond)), vs, cpu, busy, commits, meanBatch(f))
+		fmt.Fprintf(w, "| %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s |\n", f.System, benchThousands(f.Messages), benchThousands(f.Sessions), f.Seconds,
+			benchThousands(int(f.PerSecond)), vs, cpu, busy, faults, commits, meanBatch(f))
 	}
 	fmt.Fprintln(w)
 	for _, f := range figs {
