@@ -47,10 +47,10 @@ type HotFigure struct {
 	CPUMicrosPerMessage float64 `json:"cpuMicrosPerMessage,omitempty"`
 	CoresBusy           float64 `json:"coresBusy,omitempty"`
 	// FaultsPerMessage is the process's minor page faults over the run, a
-	// message: mostly a fresh worker's heap and files touched for the
-	// first time, which costs about 10 µs a fault on this project's
-	// paravirtualised box against well under 1 µs on bare metal, so it
-	// says how much of CPUMicrosPerMessage is the box's.
+	// message: mostly a fresh worker's heap touched for the first time.
+	// A fault cost about 10 µs on this project's paravirtualised box
+	// (BENCHMARKS.md), so this says how much of CPUMicrosPerMessage a
+	// box's page faults take.
 	FaultsPerMessage float64 `json:"pageFaultsPerMessage,omitempty"`
 	// Commits is how many batches the worker committed over the run (the
 	// partitions' commits in status, asked over NATS before and after);
