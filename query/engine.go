@@ -420,7 +420,7 @@ func (e *Engine) hydrate(ctx context.Context, s Searcher, req memindex.SearchReq
 		fused = fused[len(batch):]
 		refs := make([]store.ChunkRef, len(batch))
 		for i, f := range batch {
-			refs[i] = store.ChunkRef{ID: f.ID, Row: f.Row}
+			refs[i] = f.Ref()
 		}
 		recs, err := s.Chunks(ctx, refs)
 		if err != nil {

@@ -51,13 +51,16 @@ func (p FuseParams) withDefaults() FuseParams {
 // leg's own score and 1-based rank (0 when the leg did not find it).
 type Fused struct {
 	ID           string
-	Row          int64 // the chunk's rowid as the first leg that found it read it (store.ChunkRef)
+	Row          int64 // the chunk's rowid as the first leg that found it read it
 	Score        float64
 	VectorScore  float64
 	KeywordScore float64
 	VectorRank   int
 	KeywordRank  int
 }
+
+// Ref names f's chunk for Searcher.Chunks (store.ChunkRef).
+func (f Fused) Ref() store.ChunkRef { return store.ChunkRef{ID: f.ID, Row: f.Row} }
 
 // Fuse merges the candidates of the vector and keyword legs (each best
 // first) into one list sorted by Score descending, ties by ID ascending.

@@ -71,7 +71,7 @@ func benchmarkApplyHot(b *testing.B, sessions, per int, keys func(int) SessionRe
 		return nil
 	}
 	b.ReportAllocs()
-	cpu0, flt0 := processCPU(), minorFaults()
+	cpu0, flt0 := processUsage()
 	b.ResetTimer()
 	for i := range batches {
 		mark = time.Now()
@@ -80,7 +80,8 @@ func benchmarkApplyHot(b *testing.B, sessions, per int, keys func(int) SessionRe
 		}
 	}
 	b.StopTimer()
-	cpu, flt := processCPU()-cpu0, minorFaults()-flt0
+	cpu, flt := processUsage()
+	cpu, flt = cpu-cpu0, flt-flt0
 	s.applyHook = nil
 	b.ReportMetric(float64(flt)/float64(b.N), "faults/msg")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/msg")
@@ -90,25 +91,16 @@ func benchmarkApplyHot(b *testing.B, sessions, per int, keys func(int) SessionRe
 	}
 }
 
-// processCPU is the CPU time (user and system) of the process so far: on a
-// shared box it moves less with the other load than the wall time does.
-func processCPU() time.Duration {
+// processUsage is the CPU time (user and system) of the process so far,
+// which a loaded box inflates less than the wall time, and its minor page
+// faults: first touches of fresh memory, about 10 µs each on a
+// paravirtualised box (this project's: BENCHMARKS.md).
+func processUsage() (time.Duration, int64) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return 0, 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// minorFaults is the process's minor page faults so far: first touches of
-// fresh memory, which cost about 10 µs each on a paravirtualised box
-// (this project's: BENCHMARKS.md).
-func minorFaults() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Minflt
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Minflt
 }
 
 // hotBatches returns the batches of n messages over sessions interleaved

@@ -79,7 +79,7 @@ func (c *benchCluster) IngestLive(ctx context.Context, sets []string, lines [][]
 	if err != nil {
 		return ClusterIngestFigure{}, err
 	}
-	load0, cpu0, flt0 := loadAverage(), processCPU(), processFaults()
+	load0, u0 := loadAverage(), processUsage()
 	start := time.Now()
 	last, err := c.publish(ctx, msgs, parts)
 	if err != nil {
@@ -89,10 +89,10 @@ func (c *benchCluster) IngestLive(ctx context.Context, sets []string, lines [][]
 	if err := waitApplied(ctx, shards, last); err != nil {
 		return ClusterIngestFigure{}, err
 	}
-	el, cpu := time.Since(start).Seconds(), (processCPU() - cpu0).Seconds()
+	el, u := time.Since(start).Seconds(), processUsage().since(u0)
 	fig := ClusterIngestFigure{Mode: IngestLive, PublishSeconds: published,
-		FaultsPerMessage: float64(processFaults()-flt0) / float64(len(lines))}
-	err = c.tally(ctx, &fig, sets, len(lines), el, cpu, load0)
+		FaultsPerMessage: float64(u.faults) / float64(len(lines))}
+	err = c.tally(ctx, &fig, sets, len(lines), el, u.cpu.Seconds(), load0)
 	return fig, err
 }
 
@@ -105,14 +105,14 @@ func (c *benchCluster) IngestBacklog(ctx context.Context, sets []string, lines [
 	if err != nil {
 		return ClusterIngestFigure{}, err
 	}
-	cpu0 := processCPU()
+	u0 := processUsage()
 	start := time.Now()
 	last, err := c.publish(ctx, msgs, parts)
 	if err != nil {
 		return ClusterIngestFigure{}, err
 	}
 	fig := ClusterIngestFigure{Mode: IngestBacklog, PublishSeconds: time.Since(start).Seconds(),
-		PublishCPUMicrosPerMessage: (processCPU() - cpu0).Seconds() * 1e6 / float64(len(lines))}
+		PublishCPUMicrosPerMessage: processUsage().since(u0).cpu.Seconds() * 1e6 / float64(len(lines))}
 	if err := c.startNodes(ctx, sets, "", 0); err != nil {
 		return fig, err
 	}
@@ -120,15 +120,15 @@ func (c *benchCluster) IngestBacklog(ctx context.Context, sets []string, lines [
 	if err != nil {
 		return fig, err
 	}
-	load0, cpu0, flt0 := loadAverage(), processCPU(), processFaults()
+	load0, u0 := loadAverage(), processUsage()
 	start = time.Now()
 	c.runNodes(ctx)
 	if err := waitApplied(ctx, shards, last); err != nil {
 		return fig, err
 	}
-	el, cpu := time.Since(start).Seconds(), (processCPU() - cpu0).Seconds()
-	fig.FaultsPerMessage = float64(processFaults()-flt0) / float64(len(lines))
-	err = c.tally(ctx, &fig, sets, len(lines), el, cpu, load0)
+	el, u := time.Since(start).Seconds(), processUsage().since(u0)
+	fig.FaultsPerMessage = float64(u.faults) / float64(len(lines))
+	err = c.tally(ctx, &fig, sets, len(lines), el, u.cpu.Seconds(), load0)
 	return fig, err
 }
 
@@ -215,23 +215,24 @@ func (c *benchCluster) tally(ctx context.Context, fig *ClusterIngestFigure, sets
 	return nil
 }
 
-// processCPU is the process's user+system CPU time so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+// usage is what the process has spent so far: user+system CPU time (all
+// threads) and minor page faults.
+type usage struct {
+	cpu    time.Duration
+	faults int64
 }
 
-// processFaults is the process's minor page faults so far.
-func processFaults() int64 {
+// processUsage reads the process's usage (one getrusage).
+func processUsage() usage {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return usage{}
 	}
-	return ru.Minflt
+	return usage{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), faults: ru.Minflt}
 }
+
+// since is u less an earlier reading u0.
+func (u usage) since(u0 usage) usage { return usage{cpu: u.cpu - u0.cpu, faults: u.faults - u0.faults} }
 
 // loadAverage is the machine's 1-minute load average (0 when unknown).
 func loadAverage() float64 {

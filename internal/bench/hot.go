@@ -133,19 +133,20 @@ func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, ho
 		if err != nil {
 			return nil, err
 		}
-		cpu0, flt0, t0 := processCPU(), processFaults(), time.Now()
+		u0, t0 := processUsage(), time.Now()
 		fig, err := ingest(ctx, h, n, c.system, c.lines, "")
 		if err != nil {
 			return nil, err
 		}
-		cpu, flt, wall := (processCPU() - cpu0).Seconds(), processFaults()-flt0, time.Since(t0).Seconds()
+		u, wall := processUsage().since(u0), time.Since(t0).Seconds()
+		cpu := u.cpu.Seconds()
 		commits, err := workerCommits(ctx, n)
 		if err != nil {
 			return nil, err
 		}
 		hf := HotFigure{System: c.system, Messages: len(c.lines), Sessions: c.sessions, Seconds: fig.Seconds, PerSecond: fig.PerSecond,
 			CPUMicrosPerMessage: cpu * 1e6 / float64(len(c.lines)), CoresBusy: cpu / wall, Commits: int(commits - commits0),
-			FaultsPerMessage: float64(flt) / float64(len(c.lines))}
+			FaultsPerMessage: float64(u.faults) / float64(len(c.lines))}
 		out = append(out, hf)
 		say("  %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy, %.2f page faults a message, %d commits (%s messages a batch)",
 			fig.PerSecond, fig.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy, hf.FaultsPerMessage, hf.Commits, meanBatch(hf))
