@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unique"
 )
 
 // The keyword index: an in-memory inverted index of chunks_fts, so that a
@@ -62,15 +61,19 @@ type kwIndex struct {
 	rows   int64             // rows of chunks_fts
 	tokens int64             // tokens of every column of every row
 	byNS   map[string]*kwSpace
+	spaces []*kwSpace      // byNS's spaces by number (kwSpace.num), never removed
 	where  map[int64]kwLoc // rowid → its space and doc
+	syms   *symtab         // the spaces' strings (symtab.go)
 	// inexact term ids: some row holds one too many times for a posting.
 	inexact map[uint32]bool
 	// postAt is flushLocked's scratch, a counter a term id (kwpost.go).
 	postAt []int32
 }
 
+// kwLoc is a row's place: its space's number (no pointer, so where's
+// million entries are not the collector's to scan) and its doc.
 type kwLoc struct {
-	sp  *kwSpace
+	sp  uint32
 	doc uint32
 }
 
@@ -78,16 +81,17 @@ type kwLoc struct {
 // numbered in the order they were added, so every posting list is sorted;
 // a removed row stays in the postings, marked dead, until compact.
 type kwSpace struct {
+	num        uint32 // its index in kwIndex.spaces
 	rowids     []int64
-	ids        []string // chunks.id of each doc, so a search reads no row for them
+	ids        []chunkID // chunks.id of each doc, so a search reads no row for them
 	dlen       []uint32
 	dead       []bool
-	sessionKey []unique.Handle[string]
-	sessionID  []unique.Handle[string]
-	source     []unique.Handle[string]
-	dirPath    []unique.Handle[string]
-	speaker    []unique.Handle[string] // text before its first ": " (session rows), "" when none
-	tsStart    []int64                 // unix ns, noTime when unknown
+	sessionKey []sym // of the index's symtab, as the next four
+	sessionID  []sym
+	source     []sym
+	dirPath    []sym
+	speaker    []sym   // text before its first ": " (session rows), "" when none
+	tsStart    []int64 // unix ns, noTime when unknown
 	tsEnd      []int64
 	post       map[uint32]*kwPost
 	ndead      int
@@ -130,7 +134,7 @@ type kwOp struct {
 
 func newKWIndex() *kwIndex {
 	return &kwIndex{terms: map[string]uint32{}, byNS: map[string]*kwSpace{},
-		where: map[int64]kwLoc{}, inexact: map[uint32]bool{}}
+		where: map[int64]kwLoc{}, syms: newSymtab(), inexact: map[uint32]bool{}}
 }
 
 // speakerHeadMax bounds the speaker part of a row's text the index keeps; a
@@ -246,8 +250,9 @@ func (x *kwIndex) apply(ops []kwOp) error {
 func (x *kwIndex) space(ns string) *kwSpace {
 	sp := x.byNS[ns]
 	if sp == nil {
-		sp = &kwSpace{post: map[uint32]*kwPost{}}
+		sp = &kwSpace{num: uint32(len(x.spaces)), post: map[uint32]*kwPost{}}
 		x.byNS[ns] = sp
+		x.spaces = append(x.spaces, sp)
 	}
 	return sp
 }
@@ -274,14 +279,14 @@ func (x *kwIndex) insertLocked(d *kwDoc, dt docTokens, ps *kwPoster) error {
 	sp := x.space(d.ns)
 	doc := uint32(len(sp.rowids))
 	sp.rowids = append(sp.rowids, d.rowid)
-	sp.ids = append(sp.ids, d.id)
+	sp.ids = append(sp.ids, makeChunkID(x.syms, d.id))
 	sp.dlen = append(sp.dlen, dt.length)
 	sp.dead = append(sp.dead, false)
-	sp.sessionKey = append(sp.sessionKey, unique.Make(d.sessionKey))
-	sp.sessionID = append(sp.sessionID, unique.Make(d.sessionID))
-	sp.source = append(sp.source, unique.Make(d.source))
-	sp.dirPath = append(sp.dirPath, unique.Make(d.dirPath))
-	sp.speaker = append(sp.speaker, unique.Make(speakerHead(d.source, d.head)))
+	sp.sessionKey = append(sp.sessionKey, x.syms.ref(d.sessionKey))
+	sp.sessionID = append(sp.sessionID, x.syms.ref(d.sessionID))
+	sp.source = append(sp.source, x.syms.ref(d.source))
+	sp.dirPath = append(sp.dirPath, x.syms.ref(d.dirPath))
+	sp.speaker = append(sp.speaker, x.syms.ref(speakerHead(d.source, d.head)))
 	sp.tsStart = append(sp.tsStart, d.tsStart)
 	sp.tsEnd = append(sp.tsEnd, d.tsEnd)
 	for _, t := range dt.terms {
@@ -292,7 +297,7 @@ func (x *kwIndex) insertLocked(d *kwDoc, dt docTokens, ps *kwPoster) error {
 		}
 		ps.pend = append(ps.pend, kwEntry{sp: sp, id: t.id, doc: doc, f2: uint16(f2)})
 	}
-	x.where[d.rowid] = kwLoc{sp: sp, doc: doc}
+	x.where[d.rowid] = kwLoc{sp: sp.num, doc: doc}
 	x.rows++
 	x.tokens += int64(dt.length)
 	if len(ps.pend) >= kwFlushAt {
@@ -324,16 +329,25 @@ func (x *kwIndex) deleteLocked(d *kwDoc, dt docTokens, ps *kwPoster) error {
 	for _, t := range dt.terms {
 		x.df[t.id]--
 	}
-	sp := loc.sp
+	sp := x.spaces[loc.sp]
 	x.tokens -= int64(sp.dlen[loc.doc])
 	x.rows--
 	sp.dead[loc.doc] = true
+	sp.release(loc.doc, x.syms) // a dead doc's strings are never read
 	sp.ndead++
 	delete(x.where, d.rowid)
 	if sp.ndead >= 64 && sp.ndead*2 > len(sp.rowids) {
 		x.compactLocked(sp)
 	}
 	return nil
+}
+
+// release drops the symbols of doc i's strings.
+func (sp *kwSpace) release(i uint32, syms *symtab) {
+	sp.ids[i].release(syms)
+	for _, col := range [...][]sym{sp.sessionKey, sp.sessionID, sp.source, sp.dirPath, sp.speaker} {
+		syms.unref(col[i])
+	}
 }
 
 // compactLocked drops sp's dead docs and renumbers the rest (in order, so
@@ -350,11 +364,10 @@ func (x *kwIndex) compactLocked(sp *kwSpace) {
 		sp.rowids[n], sp.ids[n], sp.dlen[n], sp.dead[n] = sp.rowids[i], sp.ids[i], sp.dlen[i], false
 		sp.sessionKey[n], sp.sessionID[n], sp.source[n], sp.dirPath[n], sp.speaker[n] = sp.sessionKey[i], sp.sessionID[i], sp.source[i], sp.dirPath[i], sp.speaker[i]
 		sp.tsStart[n], sp.tsEnd[n] = sp.tsStart[i], sp.tsEnd[i]
-		x.where[sp.rowids[n]] = kwLoc{sp: sp, doc: n}
+		x.where[sp.rowids[n]] = kwLoc{sp: sp.num, doc: n}
 		n++
 	}
 	sp.rowids, sp.dlen, sp.dead = slices.Clip(sp.rowids[:n]), slices.Clip(sp.dlen[:n]), slices.Clip(sp.dead[:n])
-	clear(sp.ids[n:]) // the dropped docs' ids go with them
 	sp.ids = slices.Clip(sp.ids[:n])
 	sp.sessionKey, sp.sessionID, sp.source, sp.dirPath, sp.speaker = sp.sessionKey[:n], sp.sessionID[:n], sp.source[:n], sp.dirPath[:n], sp.speaker[:n]
 	sp.tsStart, sp.tsEnd = sp.tsStart[:n], sp.tsEnd[:n]
@@ -506,11 +519,11 @@ func (x *kwIndex) search(q kwQuery) []kwHit {
 		return nil
 	}
 	avgdl := float64(x.tokens) / float64(x.rows)
-	sel := newKWSelect(q, avgdl)
+	sel := newKWSelect(q, avgdl, x.syms)
 	sel.scan(sp)
 	hits := sel.result()
 	for i := range hits {
-		hits[i].id = sp.ids[x.where[hits[i].rowid].doc]
+		hits[i].id = sp.ids[x.where[hits[i].rowid].doc].string(x.syms)
 	}
 	return hits
 }
@@ -520,18 +533,18 @@ type kwSelect struct {
 	q        kwQuery
 	avgdl    float64
 	filter   kwFilter
-	speakers []unique.Handle[string]
+	syms     *symtab
+	speakers []string
 	bmax     float64
 	top      kwTop
 	terms    []kwRankTerm // scan's, kept for its next space
 	rem      []float64    // scan's
 }
 
-func newKWSelect(q kwQuery, avgdl float64) *kwSelect {
-	s := &kwSelect{q: q, avgdl: avgdl, filter: newKWFilter(q.filter), bmax: 1, top: kwTop{k: q.limit}}
-	for _, n := range q.speakers {
-		s.speakers = append(s.speakers, unique.Make(n))
-	}
+// newKWSelect returns the selection of q; syms is the index's table, read
+// under its lock.
+func newKWSelect(q kwQuery, avgdl float64, syms *symtab) *kwSelect {
+	s := &kwSelect{q: q, avgdl: avgdl, filter: newKWFilter(q.filter, syms), syms: syms, speakers: q.speakers, bmax: 1, top: kwTop{k: q.limit}}
 	if len(s.speakers) > 0 {
 		s.bmax = speakerBoost
 	}
@@ -563,11 +576,11 @@ func (s *kwSelect) boost(sp *kwSpace, i uint32) float64 {
 		return 1
 	}
 	h := sp.speaker[i]
-	if h.Value() == "" {
+	if h == 0 { // ""
 		return 1
 	}
 	for _, n := range s.speakers {
-		if asciiEqualFold(h.Value(), n.Value()) {
+		if asciiEqualFold(s.syms.str(h), n) {
 			return speakerBoost
 		}
 	}
@@ -602,23 +615,24 @@ const slack = 1 + 1e-9
 func (s *kwSelect) result() []kwHit { return s.top.sorted() }
 
 // kwFilter is a Filter compiled for the index.
+// kwFilter is a Filter compiled for the index: its strings as symbols of
+// the index's symtab (noSym for a string no row holds).
 type kwFilter struct {
 	f          Filter
-	sessionKey unique.Handle[string]
-	sessionID  unique.Handle[string]
-	sources    []unique.Handle[string]
-	dirPath    unique.Handle[string]
+	sessionKey sym
+	sessionID  sym
+	sources    []sym
+	dirPath    sym
 	after      int64
 	before     int64
-	empty      unique.Handle[string]
-	files      unique.Handle[string]
+	files      sym
 }
 
-func newKWFilter(f Filter) kwFilter {
-	kf := kwFilter{f: f, sessionKey: unique.Make(f.SessionKey), sessionID: unique.Make(f.SessionID), dirPath: unique.Make(f.DirPath),
-		empty: unique.Make(""), files: unique.Make("files")}
+func newKWFilter(f Filter, syms *symtab) kwFilter {
+	kf := kwFilter{f: f, sessionKey: syms.lookup(f.SessionKey), sessionID: syms.lookup(f.SessionID), dirPath: syms.lookup(f.DirPath),
+		files: syms.lookup("files")}
 	for _, src := range f.Sources {
-		kf.sources = append(kf.sources, unique.Make(src))
+		kf.sources = append(kf.sources, syms.lookup(src))
 	}
 	if !f.After.IsZero() {
 		kf.after = nanos(f.After)
@@ -649,7 +663,7 @@ func (kf *kwFilter) pass(sp *kwSpace, i uint32) bool {
 	if len(kf.sources) > 0 && !slices.Contains(kf.sources, sp.source[i]) {
 		return false
 	}
-	if f.DirPath != "" && sp.source[i] == kf.files && sp.dirPath[i] != kf.empty && sp.dirPath[i] != kf.dirPath {
+	if f.DirPath != "" && sp.source[i] == kf.files && sp.dirPath[i] != 0 && sp.dirPath[i] != kf.dirPath {
 		return false
 	}
 	return true
@@ -740,12 +754,12 @@ type kwStats struct {
 }
 
 // Heap estimates of the index's parts: a row's fields in its space (rowid,
-// chunk id header, length, dead flag, five string handles, two times; the
-// id's bytes are counted apart) and its entry in where; a dictionary entry
+// chunk id, length, dead flag, five symbols, two times; the symbols'
+// strings are counted apart) and its entry in where; a dictionary entry
 // (string header and map slot, plus the bytes); a posting list's header
 // and map slot.
 const (
-	kwRowBytes  = 8 + 16 + 4 + 1 + 5*8 + 2*8 + 48
+	kwRowBytes  = 8 + 20 + 4 + 1 + 5*4 + 2*8 + 24
 	kwTermBytes = 16 + 4 + 4 + 40
 	kwPostBytes = 64 + 48
 )
@@ -765,12 +779,9 @@ func (x *kwIndex) stats() kwStats {
 	// flushLocked's counters grow to one a term (by its capacity it would
 	// depend on the batches that grew it: two replicas of one shard report
 	// the same bytes).
-	st.bytes += int64(len(x.df)) * 4
+	st.bytes += int64(len(x.df))*4 + x.syms.bytes()
 	for _, sp := range x.byNS {
 		st.bytes += int64(cap(sp.rowids)) * kwRowBytes
-		for _, id := range sp.ids {
-			st.bytes += int64(len(id))
-		}
 		for _, p := range sp.post {
 			st.postings += int64(len(p.docs))
 			st.bytes += kwPostBytes + int64(cap(p.docs))*4 + int64(cap(p.f2))*2

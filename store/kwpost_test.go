@@ -184,11 +184,12 @@ func dumpKW(x *kwIndex) map[string]any {
 		for id, p := range sp.post {
 			post[byID[id]] = *p
 		}
-		spaces[ns] = []any{sp.rowids, sp.ids, sp.dlen, sp.dead, sp.ndead, sp.sessionKey, sp.speaker, sp.tsStart, post}
+		spaces[ns] = []any{sp.rowids, chunkIDStrings(x.syms, sp.ids), sp.dlen, sp.dead, sp.ndead,
+			symStrings(x.syms, sp.sessionKey), symStrings(x.syms, sp.speaker), sp.tsStart, post}
 	}
 	where := map[int64][2]any{}
 	for rowid, loc := range x.where {
-		where[rowid] = [2]any{loc.sp.rowids[loc.doc], loc.doc}
+		where[rowid] = [2]any{x.spaces[loc.sp].rowids[loc.doc], loc.doc}
 	}
 	return map[string]any{"rows": x.rows, "tokens": x.tokens, "df": df, "inexact": inexact, "spaces": spaces, "where": where}
 }

@@ -17,7 +17,7 @@ func exhaustiveTop(x *kwIndex, q kwQuery) []kwHit {
 	if sp == nil || len(q.phrases) == 0 {
 		return nil
 	}
-	s := newKWSelect(q, float64(x.tokens)/float64(x.rows))
+	s := newKWSelect(q, float64(x.tokens)/float64(x.rows), x.syms)
 	terms := s.rankTerms(sp)
 	var all []kwHit
 	for d := range uint32(len(sp.rowids)) {

@@ -3,8 +3,8 @@ package store
 import "fmt"
 
 // bytes estimates the vector index's heap: per vector its int8 codes and
-// scale, its 1-bit sketch (vecbits.go), rowid, id (header and bytes), four
-// string handles, two times and its slot in pos.
+// scale, its 1-bit sketch (vecbits.go), rowid, id, four symbols, two times
+// and its slot in pos; and the symbols' strings.
 func (x *vectorIndex) bytes() int64 {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -17,12 +17,9 @@ func (x *vectorIndex) bytes() int64 {
 			n += int64(cap(b))
 		}
 		n += int64(cap(sp.bitPopInv))*4 + int64(cap(sp.bitInv))*4
-		for _, id := range sp.ids {
-			n += int64(len(id))
-		}
-		n += int64(cap(sp.rowids)) * (4 + 8 + 16 + 4*8 + 2*8 + 40)
+		n += int64(cap(sp.rowids)) * (4 + 8 + 20 + 4*4 + 2*8 + 40)
 	}
-	return n + x.exactBytes
+	return n + x.exactBytes + x.syms.bytes()
 }
 
 // MemoryBudget splits a worker's memory limit of limit bytes between the

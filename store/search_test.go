@@ -67,8 +67,8 @@ func indexSnapshot(x *vectorIndex) map[string][]string {
 	for ns, sp := range x.spaces {
 		var rows []string
 		for i, rowid := range sp.rowids {
-			rows = append(rows, fmt.Sprintf("%d %s %s %s %d %d %v", rowid, sp.ids[i], sp.sessionKeys[i].Value(),
-				sp.sessionIDs[i].Value(), sp.tsStart[i], sp.tsEnd[i], sp.vec(i, x.dims)))
+			rows = append(rows, fmt.Sprintf("%d %s %s %s %d %d %v", rowid, sp.ids[i].string(x.syms), x.syms.str(sp.sessionKeys[i]),
+				x.syms.str(sp.sessionIDs[i]), sp.tsStart[i], sp.tsEnd[i], sp.vec(i, x.dims)))
 		}
 		sort.Strings(rows)
 		out[ns] = rows
@@ -432,8 +432,8 @@ func TestParallelScanAgrees(t *testing.T) {
 			t.Fatalf("candidates() = %d results, want 25", len(got))
 		}
 		for i, it := range h.items {
-			if got[i].id != x.spaces["n"].ids[it.pos] {
-				t.Errorf("rank %d: %s, want %s", i+1, got[i].id, x.spaces["n"].ids[it.pos])
+			if want := x.spaces["n"].ids[it.pos].string(x.syms); got[i].id != want {
+				t.Errorf("rank %d: %s, want %s", i+1, got[i].id, want)
 			}
 		}
 	}
@@ -524,8 +524,8 @@ func TestVecSpaceAddRemove(t *testing.T) {
 	for i, rowid := range sp.rowids {
 		codes := make([]int8, dims)
 		scale := quantizeInto(codes, want[rowid])
-		if sp.pos[rowid] != i || sp.ids[i] != fmt.Sprint(rowid) || !reflect.DeepEqual(sp.vec(i, dims), codes) || sp.scales[i] != scale {
-			t.Fatalf("position %d: rowid %d id %s codes %v scale %v, want pos %d codes %v scale %v", i, rowid, sp.ids[i], sp.vec(i, dims), sp.scales[i], sp.pos[rowid], codes, scale)
+		if sp.pos[rowid] != i || sp.ids[i].string(x.syms) != fmt.Sprint(rowid) || !reflect.DeepEqual(sp.vec(i, dims), codes) || sp.scales[i] != scale {
+			t.Fatalf("position %d: rowid %d id %s codes %v scale %v, want pos %d codes %v scale %v", i, rowid, sp.ids[i].string(x.syms), sp.vec(i, dims), sp.scales[i], sp.pos[rowid], codes, scale)
 		}
 	}
 	// Remove everything: the namespace disappears.

@@ -50,11 +50,11 @@ func (s *Shard) loadIndex(ctx context.Context) error {
 	defer x.mu.Unlock()
 	reset := func() {
 		x.resetExact(len(metas))
-		x.spaces = make(map[string]*vecSpace, len(counts))
+		x.spaces, x.syms = make(map[string]*vecSpace, len(counts)), newSymtab()
 		for ns, n := range counts {
 			x.spaces[ns] = &vecSpace{
 				rowids: make([]int64, 0, n),
-				ids:    make([]string, 0, n),
+				ids:    make([]chunkID, 0, n),
 				pos:    make(map[int64]int, n),
 			}
 		}
@@ -76,7 +76,7 @@ func (s *Shard) loadIndex(ctx context.Context) error {
 		}
 		m.seen = true
 		m.entry.vec = buf
-		x.spaces[m.ns].add(rowid, &m.entry, x.dims)
+		x.spaces[m.ns].add(rowid, &m.entry, x.dims, x.syms)
 		x.putExact(rowid, buf)
 		return nil
 	}
@@ -284,14 +284,7 @@ func (s *Shard) vec0Search(ctx context.Context, ns string, vec []float32, f Filt
 		if cns != ns {
 			continue
 		}
-		sp := &vecSpace{
-			sessionKeys: nil, tsStart: []int64{nullNanos(ts0)}, tsEnd: []int64{nullNanos(ts1)},
-		}
-		sp.sessionKeys = append(sp.sessionKeys, uniqueString(sk))
-		sp.sessionIDs = append(sp.sessionIDs, uniqueString(sid))
-		sp.sources = append(sp.sources, uniqueString(src))
-		sp.dirPaths = append(sp.dirPaths, uniqueString(dir))
-		if vf.any && !vf.pass(sp, 0) {
+		if vf.any && !vf.passRow(sk, sid, src, dir, nullNanos(ts0), nullNanos(ts1)) {
 			continue
 		}
 		out = append(out, Candidate{ID: id, Row: h.rowid, Score: clamp01(1 - h.dist)})

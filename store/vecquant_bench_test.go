@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/sourcegraph/conc"
 )
@@ -228,6 +230,51 @@ func BenchmarkQuantizeInto(b *testing.B) {
 				c.fn(dst, vs[i%len(vs)])
 				i++
 			}
+		})
+	}
+}
+
+// BenchmarkIndexGC reports what a loaded shard's in-memory indexes (vector
+// and keyword) add to a full garbage collection: the collector's CPU time
+// (runtime/metrics' /cpu/classes/gc/total) for one runtime.GC() with the
+// shard open (gc-cpu-ms), beside the same with it closed (base-cpu-ms), on
+// a shard of random vectors opened afresh by Open; medians.
+func BenchmarkIndexGC(b *testing.B) {
+	for _, n := range vecBenchSizes() {
+		b.Run(fmt.Sprintf("chunks=%d", n), func(b *testing.B) {
+			f := benchVecFixture(b, "random", n)
+			ctx := context.Background()
+			sample := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+			gcMs := func() float64 {
+				runtime.GC()
+				metrics.Read(sample)
+				before := sample[0].Value.Float64()
+				runtime.GC()
+				metrics.Read(sample)
+				return (sample[0].Value.Float64() - before) * 1000
+			}
+			s, err := Open(ctx, f.s.path, Config{Dims: benchDims, ReadOnly: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for s.kw.Load() == nil { // the keyword index loads in the background
+				time.Sleep(10 * time.Millisecond) // polling interval
+			}
+			var with, base []float64
+			for b.Loop() {
+				with = append(with, gcMs())
+			}
+			if err := s.Close(ctx); err != nil {
+				b.Fatal(err)
+			}
+			s = nil // the indexes go with the shard
+			for range len(with) {
+				base = append(base, gcMs())
+			}
+			slices.Sort(with)
+			slices.Sort(base)
+			b.ReportMetric(with[len(with)/2], "gc-cpu-ms")
+			b.ReportMetric(base[len(base)/2], "base-cpu-ms")
 		})
 	}
 }

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -110,7 +112,8 @@ type vecRow struct {
 
 // fillVectors stores n chunks with vectors from g in namespace ns of s,
 // over sessions of 500 chunks with 5 session keys and a minute apart, and
-// returns them with their rowids.
+// returns them with their rowids. Chunk ids are 32 hex digits, as chunker
+// makes them.
 func fillVectors(tb testing.TB, s *Shard, g *vecGen, ns string, n int) []vecRow {
 	tb.Helper()
 	var rows []vecRow
@@ -119,7 +122,8 @@ func fillVectors(tb testing.TB, s *Shard, g *vecGen, ns string, n int) []vecRow 
 		sc := SessionChunks{Session: ref}
 		for i := sess * 500; i < min(n, (sess+1)*500); i++ {
 			ts := t0.Add(time.Duration(i) * time.Minute)
-			c := Chunk{ID: fmt.Sprintf("%s-%d", ns, i), Namespace: ns, Source: "sessions", SessionKey: ref.SessionKey,
+			sum := sha256.Sum256(fmt.Appendf(nil, "%s-%d", ns, i))
+			c := Chunk{ID: hex.EncodeToString(sum[:16]), Namespace: ns, Source: "sessions", SessionKey: ref.SessionKey,
 				SessionID: ref.SessionID, SeqStart: int64(i), SeqEnd: int64(i), Text: "t", TimeStart: ts, TimeEnd: ts, Vector: g.vector()}
 			sc.Chunks = append(sc.Chunks, c)
 			rows = append(rows, vecRow{id: c.ID, sessionKey: ref.SessionKey, ts: ts, vec: c.Vector})

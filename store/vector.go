@@ -10,7 +10,6 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-	"unique"
 
 	"github.com/sourcegraph/conc"
 )
@@ -28,6 +27,7 @@ type vectorIndex struct {
 	dims   int
 	mu     sync.RWMutex
 	spaces map[string]*vecSpace
+	syms   *symtab // the spaces' strings (symtab.go)
 
 	stmtMu sync.Mutex
 	point  *sql.Stmt // sqlVecPoint on the shard's readers, once prepared
@@ -57,11 +57,11 @@ type vecSpace struct {
 	blocks      [][]int8
 	scales      []float32
 	rowids      []int64
-	ids         []string
-	sessionKeys []unique.Handle[string]
-	sessionIDs  []unique.Handle[string]
-	sources     []unique.Handle[string]
-	dirPaths    []unique.Handle[string]
+	ids         []chunkID
+	sessionKeys []sym // of the index's symtab, as the next three
+	sessionIDs  []sym
+	sources     []sym
+	dirPaths    []sym
 	tsStart     []int64 // unix ns, noTime when unknown
 	tsEnd       []int64
 	pos         map[int64]int // rowid → position
@@ -110,7 +110,7 @@ func newVectorIndex(dims int, copyBytes int64) *vectorIndex {
 	case copyBytes < 0:
 		copyBytes = 0
 	}
-	return &vectorIndex{dims: dims, spaces: map[string]*vecSpace{}, exactMax: copyBytes}
+	return &vectorIndex{dims: dims, spaces: map[string]*vecSpace{}, syms: newSymtab(), exactMax: copyBytes}
 }
 
 // apply makes the changes of one committed transaction, in order.
@@ -125,7 +125,7 @@ func (x *vectorIndex) apply(ops []indexOp) {
 		sp := x.spaces[op.ns]
 		if !op.add {
 			if sp != nil {
-				sp.remove(op.rowid, x.dims)
+				sp.remove(op.rowid, x.dims, x.syms)
 				if len(sp.rowids) == 0 {
 					delete(x.spaces, op.ns)
 				}
@@ -137,7 +137,7 @@ func (x *vectorIndex) apply(ops []indexOp) {
 			sp = &vecSpace{pos: map[int64]int{}}
 			x.spaces[op.ns] = sp
 		}
-		sp.add(op.rowid, &op.entry, x.dims)
+		sp.add(op.rowid, &op.entry, x.dims, x.syms)
 		x.putExact(op.rowid, op.entry.vec)
 	}
 }
@@ -158,30 +158,32 @@ func (sp *vecSpace) vec(i, dims int) []int8 {
 	return sp.blocks[i/blockVecs][off : off+dims]
 }
 
-func (sp *vecSpace) add(rowid int64, e *vecEntry, dims int) {
+func (sp *vecSpace) add(rowid int64, e *vecEntry, dims int, syms *symtab) {
 	i, ok := sp.pos[rowid]
 	if !ok {
 		i = len(sp.rowids)
 		sp.pos[rowid] = i
 		sp.rowids = append(sp.rowids, rowid)
 		sp.scales = append(sp.scales, 0)
-		sp.ids = append(sp.ids, "")
-		sp.sessionKeys = append(sp.sessionKeys, unique.Handle[string]{})
-		sp.sessionIDs = append(sp.sessionIDs, unique.Handle[string]{})
-		sp.sources = append(sp.sources, unique.Handle[string]{})
-		sp.dirPaths = append(sp.dirPaths, unique.Handle[string]{})
+		sp.ids = append(sp.ids, chunkID{})
+		sp.sessionKeys = append(sp.sessionKeys, 0)
+		sp.sessionIDs = append(sp.sessionIDs, 0)
+		sp.sources = append(sp.sources, 0)
+		sp.dirPaths = append(sp.dirPaths, 0)
 		sp.tsStart = append(sp.tsStart, 0)
 		sp.tsEnd = append(sp.tsEnd, 0)
 		growBlocks(&sp.blocks, i, dims)
 		if sp.sketched {
 			sp.growSketch(dims)
 		}
+	} else {
+		sp.release(i, syms) // replaced: the old values' uses go
 	}
-	sp.ids[i] = e.id
-	sp.sessionKeys[i] = unique.Make(e.sessionKey)
-	sp.sessionIDs[i] = unique.Make(e.sessionID)
-	sp.sources[i] = unique.Make(e.source)
-	sp.dirPaths[i] = unique.Make(e.dirPath)
+	sp.ids[i] = makeChunkID(syms, e.id)
+	sp.sessionKeys[i] = syms.ref(e.sessionKey)
+	sp.sessionIDs[i] = syms.ref(e.sessionID)
+	sp.sources[i] = syms.ref(e.source)
+	sp.dirPaths[i] = syms.ref(e.dirPath)
 	sp.tsStart[i] = e.tsStart
 	sp.tsEnd[i] = e.tsEnd
 	sp.scales[i] = quantizeInto(sp.vec(i, dims), e.vec)
@@ -193,12 +195,22 @@ func (sp *vecSpace) add(rowid int64, e *vecEntry, dims int) {
 	}
 }
 
+// release drops the symbols of position i's strings.
+func (sp *vecSpace) release(i int, syms *symtab) {
+	sp.ids[i].release(syms)
+	syms.unref(sp.sessionKeys[i])
+	syms.unref(sp.sessionIDs[i])
+	syms.unref(sp.sources[i])
+	syms.unref(sp.dirPaths[i])
+}
+
 // remove swap-removes rowid: the last vector moves into its place.
-func (sp *vecSpace) remove(rowid int64, dims int) {
+func (sp *vecSpace) remove(rowid int64, dims int, syms *symtab) {
 	i, ok := sp.pos[rowid]
 	if !ok {
 		return
 	}
+	sp.release(i, syms)
 	last := len(sp.rowids) - 1
 	if i != last {
 		sp.rowids[i] = sp.rowids[last]
@@ -220,7 +232,6 @@ func (sp *vecSpace) remove(rowid int64, dims int) {
 	delete(sp.pos, rowid)
 	sp.rowids = sp.rowids[:last]
 	sp.scales = sp.scales[:last]
-	sp.ids[last] = ""
 	sp.ids = sp.ids[:last]
 	sp.sessionKeys = sp.sessionKeys[:last]
 	sp.sessionIDs = sp.sessionIDs[:last]
@@ -330,46 +341,47 @@ func normalizeInto(dst, v []float32) {
 	}
 }
 
-// vecFilter is a Filter compiled for the scan.
+// vecFilter is a Filter compiled for the scan: its strings, and (after
+// bind) their symbols in the index's symtab.
 type vecFilter struct {
 	any         bool
-	sessionKey  unique.Handle[string]
-	sessionID   unique.Handle[string]
+	f           Filter
 	bySK, bySID bool
 	after       int64 // noTime: unset
 	before      int64
-	sources     []unique.Handle[string] // empty: any
 	byDir       bool
-	files       unique.Handle[string]
-	dirPath     unique.Handle[string]
-	global      unique.Handle[string]
+
+	// Set by bind.
+	sessionKey, sessionID sym
+	sources               []sym // empty: any
+	files, dirPath        sym
 }
 
 func compileFilter(f Filter) vecFilter {
-	vf := vecFilter{after: noTime, before: noTime}
-	if f.SessionKey != "" {
-		vf.bySK, vf.sessionKey = true, unique.Make(f.SessionKey)
-	}
-	if f.SessionID != "" {
-		vf.bySID, vf.sessionID = true, unique.Make(f.SessionID)
-	}
+	vf := vecFilter{f: f, after: noTime, before: noTime, bySK: f.SessionKey != "", bySID: f.SessionID != "", byDir: f.DirPath != ""}
 	if !f.After.IsZero() {
 		vf.after = nanos(f.After)
 	}
 	if !f.Before.IsZero() {
 		vf.before = nanos(f.Before)
 	}
-	for _, src := range f.Sources {
-		vf.sources = append(vf.sources, unique.Make(src))
-	}
-	if f.DirPath != "" {
-		vf.byDir, vf.files, vf.dirPath, vf.global = true, unique.Make("files"), unique.Make(f.DirPath), unique.Make("")
-	}
-	vf.any = vf.bySK || vf.bySID || vf.after != noTime || vf.before != noTime || len(vf.sources) > 0 || vf.byDir
+	vf.any = vf.bySK || vf.bySID || vf.after != noTime || vf.before != noTime || len(f.Sources) > 0 || vf.byDir
 	return vf
 }
 
-// pass mirrors the SQL filter: a chunk with an unknown time fails a bound.
+// bind looks the filter's strings up in syms (under the index's lock): a
+// string no chunk holds becomes noSym, which no entry equals.
+func (vf *vecFilter) bind(syms *symtab) {
+	vf.sessionKey, vf.sessionID = syms.lookup(vf.f.SessionKey), syms.lookup(vf.f.SessionID)
+	vf.files, vf.dirPath = syms.lookup("files"), syms.lookup(vf.f.DirPath)
+	vf.sources = vf.sources[:0]
+	for _, src := range vf.f.Sources {
+		vf.sources = append(vf.sources, syms.lookup(src))
+	}
+}
+
+// pass mirrors the SQL filter for position i (after bind): a chunk with an
+// unknown time fails a bound.
 func (vf *vecFilter) pass(sp *vecSpace, i int) bool {
 	if vf.bySK && sp.sessionKeys[i] != vf.sessionKey {
 		return false
@@ -377,16 +389,35 @@ func (vf *vecFilter) pass(sp *vecSpace, i int) bool {
 	if vf.bySID && sp.sessionIDs[i] != vf.sessionID {
 		return false
 	}
-	if len(vf.sources) > 0 && !slices.Contains(vf.sources, sp.sources[i]) {
+	if len(vf.f.Sources) > 0 && !slices.Contains(vf.sources, sp.sources[i]) {
 		return false
 	}
-	if vf.byDir && sp.sources[i] == vf.files && sp.dirPaths[i] != vf.dirPath && sp.dirPaths[i] != vf.global {
+	if vf.byDir && sp.sources[i] == vf.files && sp.dirPaths[i] != vf.dirPath && sp.dirPaths[i] != 0 {
 		return false
 	}
-	if vf.after != noTime && (sp.tsEnd[i] == noTime || sp.tsEnd[i] < vf.after) {
+	return vf.passTimes(sp.tsStart[i], sp.tsEnd[i])
+}
+
+// passRow is pass for a chunk's values read from SQLite.
+func (vf *vecFilter) passRow(sessionKey, sessionID, source, dirPath string, tsStart, tsEnd int64) bool {
+	f := &vf.f
+	if vf.bySK && sessionKey != f.SessionKey || vf.bySID && sessionID != f.SessionID {
 		return false
 	}
-	if vf.before != noTime && (sp.tsStart[i] == noTime || sp.tsStart[i] >= vf.before) {
+	if len(f.Sources) > 0 && !slices.Contains(f.Sources, source) {
+		return false
+	}
+	if vf.byDir && source == "files" && dirPath != f.DirPath && dirPath != "" {
+		return false
+	}
+	return vf.passTimes(tsStart, tsEnd)
+}
+
+func (vf *vecFilter) passTimes(tsStart, tsEnd int64) bool {
+	if vf.after != noTime && (tsEnd == noTime || tsEnd < vf.after) {
+		return false
+	}
+	if vf.before != noTime && (tsStart == noTime || tsStart >= vf.before) {
 		return false
 	}
 	return true
@@ -433,6 +464,9 @@ func (x *vectorIndex) candidates(ns string, q *quantQuery, vf *vecFilter, pool i
 	if sp == nil || len(sp.rowids) == 0 {
 		return nil
 	}
+	if vf.any {
+		vf.bind(x.syms)
+	}
 	n := len(sp.rowids)
 	parts := runtime.GOMAXPROCS(0)
 	if n < parallelScanMin || parts < 2 {
@@ -456,7 +490,7 @@ func (x *vectorIndex) candidates(ns string, q *quantQuery, vf *vecFilter, pool i
 	}
 	out := make([]vecCand, len(all))
 	for i, it := range all {
-		out[i] = vecCand{rowid: it.rowid, id: sp.ids[it.pos], approx: it.score, margin: errMargin(sp.scales[it.pos], q.scale)}
+		out[i] = vecCand{rowid: it.rowid, id: sp.ids[it.pos].string(x.syms), approx: it.score, margin: errMargin(sp.scales[it.pos], q.scale)}
 	}
 	return out
 }
@@ -602,5 +636,3 @@ func (h *topK) push(it scored) {
 		i = w
 	}
 }
-
-func uniqueString(s string) unique.Handle[string] { return unique.Make(s) }

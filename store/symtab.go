@@ -1,0 +1,138 @@
+package store
+
+import (
+	"encoding/hex"
+	"math"
+)
+
+// The in-memory indexes keep, for every chunk, its id and the strings a
+// search filters on (session key and id, source, directory, speaker). As Go
+// strings or unique.Handles those are pointers, five to seven a chunk in
+// each index: at 1,000,000 chunks some twelve million words that every
+// collection of the worker's heap must scan (BenchmarkIndexGC). Here the
+// columns hold numbers instead, so their arrays carry no pointers and the
+// collector skips them: the strings as symbols of the index's symtab, a
+// chunk id as its 16 bytes.
+
+// sym is a string's number in a symtab.
+type sym = uint32
+
+// noSym is a number no string has: a filter on a value no chunk holds
+// compiles to it and passes nothing.
+const noSym sym = math.MaxUint32
+
+// symtab numbers the distinct strings of an index's columns. Symbol 0 is
+// "" and always there; every other symbol counts the column entries that
+// hold it (ref, unref) and is freed, its number reused, when none does, so
+// the table holds the strings of the chunks indexed now, not of every chunk
+// ever indexed. Not safe for concurrent use: the index's lock guards it
+// (lookup and str under the read lock, ref and unref under the write lock).
+type symtab struct {
+	ids  map[string]sym
+	strs []string
+	uses []uint32
+	free []sym
+}
+
+func newSymtab() *symtab {
+	return &symtab{ids: map[string]sym{"": 0}, strs: []string{""}, uses: []uint32{0}}
+}
+
+// ref returns the symbol of s, counting one more use of it.
+func (t *symtab) ref(s string) sym {
+	if s == "" {
+		return 0
+	}
+	id, ok := t.ids[s]
+	if !ok {
+		if n := len(t.free); n > 0 {
+			id, t.free = t.free[n-1], t.free[:n-1]
+			t.strs[id] = s
+		} else {
+			id = sym(len(t.strs))
+			t.strs, t.uses = append(t.strs, s), append(t.uses, 0)
+		}
+		t.ids[s] = id
+	}
+	t.uses[id]++
+	return id
+}
+
+// unref drops one use of id, freeing it at the last.
+func (t *symtab) unref(id sym) {
+	if id == 0 || id == noSym {
+		return
+	}
+	if t.uses[id]--; t.uses[id] == 0 {
+		delete(t.ids, t.strs[id])
+		t.strs[id] = ""
+		t.free = append(t.free, id)
+	}
+}
+
+// lookup returns the symbol of s, noSym when no entry holds it.
+func (t *symtab) lookup(s string) sym {
+	if id, ok := t.ids[s]; ok {
+		return id
+	}
+	return noSym
+}
+
+// str returns the string of id.
+func (t *symtab) str(id sym) string { return t.strs[id] }
+
+// bytes estimates the table's heap: a string header, a use count and a map
+// slot a symbol, and the strings' bytes. It counts the symbols held, not
+// the capacity left by freed ones, so two replicas of a shard report the
+// same.
+func (t *symtab) bytes() int64 {
+	var n int64
+	for s := range t.ids {
+		n += 16 + 4 + 48 + int64(len(s))
+	}
+	return n
+}
+
+// chunkID is a chunk id without a pointer: an id of 32 lowercase hex
+// digits (what chunker and the record planner make) as its 16 bytes, any
+// other as a symbol (odd-1) of the index's symtab.
+type chunkID struct {
+	raw [16]byte
+	odd uint32 // 0: raw holds the id
+}
+
+// makeChunkID returns the column entry of id, referencing it in t when it
+// is not 32 lowercase hex digits.
+func makeChunkID(t *symtab, id string) chunkID {
+	var c chunkID
+	if len(id) == 32 && isLowerHex(id) {
+		hex.Decode(c.raw[:], []byte(id)) //nolint:errcheck // checked by isLowerHex
+		return c
+	}
+	c.odd = t.ref(id) + 1
+	return c
+}
+
+// string returns the id c holds.
+func (c chunkID) string(t *symtab) string {
+	if c.odd != 0 {
+		return t.str(c.odd - 1)
+	}
+	return hex.EncodeToString(c.raw[:])
+}
+
+// release drops c's use of t.
+func (c chunkID) release(t *symtab) {
+	if c.odd != 0 {
+		t.unref(c.odd - 1)
+	}
+}
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
