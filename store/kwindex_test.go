@@ -2,11 +2,13 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -523,5 +525,60 @@ func TestKeywordIndexLoadsInTheBackground(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("Close did not return while the keyword index was loading")
+	}
+}
+
+// TestKeywordIndexLoadMatchesAddingInTurn checks load, which counts rows on
+// several goroutines and posts them in batches, against adding the same
+// rows one by one in rowid order: the same index, term ids included; and
+// that a cancelled load returns its context's error.
+func TestKeywordIndexLoadMatchesAddingInTurn(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, testDims)
+	r := rand.New(rand.NewPCG(51, 52))
+	kwCorpus(t, s, r, 150) // about 1,900 chunks: several load batches, the last one partial
+	rows, err := s.r.QueryContext(ctx, `SELECT rowid, id, namespace, session_key, session_id, source, dir_path,
+		ts_start, ts_end, substr(text, 1, ?), fts_body, coalesce(fts_words, ''), fts_ctx FROM chunks ORDER BY rowid`, speakerHeadMax+2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []kwOp
+	for rows.Next() {
+		var d kwDoc
+		var ts0, ts1 sql.NullInt64
+		if err := rows.Scan(&d.rowid, &d.id, &d.ns, &d.sessionKey, &d.sessionID, &d.source, &d.dirPath,
+			&ts0, &ts1, &d.head, &d.body, &d.words, &d.ctx); err != nil {
+			t.Fatal(err)
+		}
+		d.tsStart, d.tsEnd = nullNanos(ts0), nullNanos(ts1)
+		ops = append(ops, kwOp{add: true, doc: d})
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(ops) <= 2*kwLoadBatch || len(ops)%kwLoadBatch == 0 {
+		t.Fatalf("%d rows: the test needs several load batches and a partial last one", len(ops))
+	}
+	inTurn := newKWIndex()
+	for i := range ops {
+		if err := inTurn.apply(ops[i : i+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loaded := newKWIndex()
+	if err := loaded.load(ctx, s.r); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(loaded.terms, inTurn.terms) {
+		t.Errorf("term ids differ: %d terms loaded, %d added in turn", len(loaded.terms), len(inTurn.terms))
+	}
+	if got, want := dumpKW(loaded), dumpKW(inTurn); !reflect.DeepEqual(got, want) {
+		t.Fatalf("loaded:\n%.2000v\nadded in turn:\n%.2000v", got, want)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := newKWIndex().load(cctx, s.r); !errors.Is(err, context.Canceled) {
+		t.Fatalf("load with a cancelled context = %v, want context.Canceled", err)
 	}
 }
