@@ -60,6 +60,19 @@ type SearchFigure struct {
 	// Tail is what the slowest 1 % of memindex's answers spent, where the
 	// worker says (nil for the floors).
 	Tail *SearchTail `json:"tail,omitempty"`
+	// Worker is the percentiles of the time memindex's worker says it took
+	// (SearchResponse.TookMs) over the same answers, beside the client's
+	// above: the rest is NATS, encoding and scheduling (nil for the floors).
+	Worker *SearchWorker `json:"worker,omitempty"`
+}
+
+// SearchWorker is the p50 and p99 of the worker's own time for its answers
+// (SearchResponse.TookMs), and the p50 of each leg's.
+type SearchWorker struct {
+	P50Ms        float64 `json:"p50Ms"`
+	P99Ms        float64 `json:"p99Ms"`
+	VectorP50Ms  float64 `json:"vectorP50Ms"`
+	KeywordP50Ms float64 `json:"keywordP50Ms"`
 }
 
 // SearchTail is the mean of the slowest 1 % of a mode's answers (at least

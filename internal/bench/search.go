@@ -143,6 +143,9 @@ func runSearchSize(ctx context.Context, cfg Config, run map[string]bool, n harne
 		rep.Search = append(rep.Search, figs...)
 		for _, f := range figs {
 			say("  %d chunks, %s: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms over %d queries (%d degraded)", size, f.Mode, f.P50Ms, f.P90Ms, f.P99Ms, f.Queries, f.Degraded)
+			if w := f.Worker; w != nil {
+				say("    the worker's own time: p50 %.2f ms, p99 %.2f ms (legs side by side, p50: vector %.2f, keyword %.2f)", w.P50Ms, w.P99Ms, w.VectorP50Ms, w.KeywordP50Ms)
+			}
 			if t := f.Tail; t != nil {
 				say("    its slowest %d: %.2f ms on average; the worker took %.2f (vector leg %.2f, keyword leg %.2f)", t.Queries, t.ClientMs, t.WorkerMs, t.VectorMs, t.KeywordMs)
 			}
@@ -185,6 +188,26 @@ type searchAnswer struct {
 	degraded                      bool
 	worker                        bool
 	workerMs, vectorMs, keywordMs float64
+}
+
+// searchWorker is the percentiles of the worker's own times of as, nil
+// when they are not the worker's.
+func searchWorker(as []timedAnswer) *SearchWorker {
+	if len(as) == 0 || !as[0].worker {
+		return nil
+	}
+	pct := func(get func(a timedAnswer) float64, p float64) float64 {
+		xs := make([]float64, len(as))
+		for i, a := range as {
+			xs[i] = get(a)
+		}
+		slices.Sort(xs)
+		return benchPercentile(xs, p)
+	}
+	took := func(a timedAnswer) float64 { return a.workerMs }
+	return &SearchWorker{P50Ms: pct(took, 0.50), P99Ms: pct(took, 0.99),
+		VectorP50Ms:  pct(func(a timedAnswer) float64 { return a.vectorMs }, 0.50),
+		KeywordP50Ms: pct(func(a timedAnswer) float64 { return a.keywordMs }, 0.50)}
 }
 
 // timedAnswer is an answer with the client's time for it.
@@ -285,7 +308,7 @@ func runSearch(ctx context.Context, n harness.Node, ns string, size int, modes [
 	for _, s := range systems {
 		slices.Sort(s.lat)
 		out = append(out, SearchFigure{Chunks: size, Mode: s.name, Queries: len(s.lat), P50Ms: benchPercentile(s.lat, 0.50), P90Ms: benchPercentile(s.lat, 0.90),
-			P99Ms: benchPercentile(s.lat, 0.99), MaxMs: s.lat[len(s.lat)-1], Degraded: s.degraded, Tail: searchTail(s.answers)})
+			P99Ms: benchPercentile(s.lat, 0.99), MaxMs: s.lat[len(s.lat)-1], Degraded: s.degraded, Tail: searchTail(s.answers), Worker: searchWorker(s.answers)})
 	}
 	return out, nil
 }

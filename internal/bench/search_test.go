@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -28,5 +29,38 @@ func TestSearchTailIsTheSlowestPercent(t *testing.T) {
 	}
 	if floor := searchTail([]timedAnswer{{clientMs: 3}}); floor != nil {
 		t.Fatalf("searchTail of a floor's answers = %+v, want nil", floor)
+	}
+}
+
+// TestSearchWorkerPercentiles: the worker's own p50 and p99 (and each
+// leg's p50) are taken over its answers whatever their order, none for a
+// floor's; the search table shows them beside the client's, a dash for a
+// floor.
+func TestSearchWorkerPercentiles(t *testing.T) {
+	var as []timedAnswer
+	for i := range 100 {
+		ms := float64((i*37)%100 + 1) // 1..100 in no order
+		as = append(as, timedAnswer{searchAnswer{worker: true, workerMs: ms, vectorMs: ms / 2, keywordMs: ms / 4}, ms + 3})
+	}
+	got := searchWorker(as)
+	if got == nil || got.P50Ms != 50 || got.P99Ms != 99 || got.VectorP50Ms != 25 || got.KeywordP50Ms != 12.5 {
+		t.Fatalf("searchWorker = %+v, want p50 50, p99 99, vector p50 25, keyword p50 12.5", got)
+	}
+	if floor := searchWorker([]timedAnswer{{clientMs: 3}}); floor != nil {
+		t.Fatalf("searchWorker of a floor's answers = %+v, want nil", floor)
+	}
+	var b strings.Builder
+	writeSearchTable(&b, []SearchFigure{
+		{Chunks: 1000000, Mode: "hybrid", Queries: 300, P50Ms: 13.4, P90Ms: 20.5, P99Ms: 45.1, MaxMs: 55.4, Worker: got},
+		{Chunks: 1000000, Mode: SearchFloorScan, Queries: 171, P50Ms: 340.6, P90Ms: 427.2, P99Ms: 518.2, MaxMs: 542.3},
+	})
+	for _, want := range []string{
+		"| p50 ms | p90 ms | p99 ms | max ms | degraded | worker's own p50 / p99 ms |",
+		"| 1,000,000 | hybrid | 300 | 13.4 | 20.5 | 45.1 | 55.4 | 0 | 50.0 / 99.0 |",
+		"| 1,000,000 | " + SearchFloorScan + " | 171 | 341 | 427 | 518 | 542 | 0 | — |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("search table lacks %q:\n%s", want, b.String())
+		}
 	}
 }
