@@ -48,7 +48,9 @@ func (s *Shard) loadIndex(ctx context.Context) error {
 	x := s.index
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	load := &vecLoad{dims: x.dims}
 	reset := func() {
+		load = &vecLoad{dims: x.dims}
 		x.resetExact(len(metas))
 		x.spaces, x.syms = make(map[string]*vecSpace, len(counts)), newSymtab()
 		for ns, n := range counts {
@@ -76,7 +78,9 @@ func (s *Shard) loadIndex(ctx context.Context) error {
 		}
 		m.seen = true
 		m.entry.vec = buf
-		x.spaces[m.ns].add(rowid, &m.entry, x.dims, x.syms)
+		sp := x.spaces[m.ns]
+		i, _ := sp.place(rowid, &m.entry, x.dims, x.syms)
+		load.add(sp, i, buf)
 		x.putExact(rowid, buf)
 		return nil
 	}
@@ -94,6 +98,7 @@ func (s *Shard) loadIndex(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	load.finish(x.spaces)
 	var missing []int64
 	for rowid, m := range metas {
 		if !m.seen {

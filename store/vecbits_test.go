@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -589,4 +590,71 @@ func TestForSharesCoversEachIndexOnce(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLoadedIndexEqualsIndexBuiltInTurn: the index Open loads (codes
+// quantized in batches on every core, sketches made at the end) holds, for
+// every rowid, what the index built commit by commit holds: the same
+// metadata, codes, scale and sketch; a namespace past bitsMin is sketched,
+// one below it is not. Both with vec0 and with the plain table.
+func TestLoadedIndexEqualsIndexBuiltInTurn(t *testing.T) {
+	const dims = bitsMinDims
+	defer func(m int) { bitsMin = m }(bitsMin)
+	bitsMin = 3000
+	for _, cfg := range []Config{{Dims: dims, VectorCopyBytes: -1}, {Dims: dims, NoSqliteVec: true}} {
+		t.Run(fmt.Sprintf("plain=%v", cfg.NoSqliteVec), func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "shard.db")
+			s, err := Open(ctx, path, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := newVecGen("text", 9, dims)
+			fillVectors(t, s, g, "big", vecLoadQuant+700) // more than one batch of the load, two blocks
+			fillVectors(t, s, g, "small", 600)
+			built := indexByRowid(s.index)
+			if err := s.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if s, err = Open(ctx, path, cfg); err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close(ctx)
+			if sp := s.index.spaces["big"]; sp == nil || !sp.sketched {
+				t.Fatal("the namespace past bitsMin is not sketched after the load")
+			}
+			if sp := s.index.spaces["small"]; sp == nil || sp.sketched {
+				t.Fatal("the namespace below bitsMin is sketched after the load")
+			}
+			loaded := indexByRowid(s.index)
+			if len(loaded) != len(built) || len(built) != vecLoadQuant+1300 {
+				t.Fatalf("loaded %d vectors, built %d", len(loaded), len(built))
+			}
+			for rowid, want := range built {
+				if got := loaded[rowid]; got != want {
+					t.Fatalf("rowid %d loaded as\n%.300s\nbuilt as\n%.300s", rowid, got, want)
+				}
+			}
+		})
+	}
+}
+
+// indexByRowid describes each vector of x by rowid: namespace, metadata,
+// codes, scale and, when sketched, its sketch.
+func indexByRowid(x *vectorIndex) map[int64]string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := map[int64]string{}
+	words := rotationFor(x.dims).words
+	for ns, sp := range x.spaces {
+		for i, rowid := range sp.rowids {
+			d := fmt.Sprintf("%s %s %s %s %s %s %d %d %v %v", ns, sp.ids[i].string(x.syms), x.syms.str(sp.sessionKeys[i]), x.syms.str(sp.sessionIDs[i]),
+				x.syms.str(sp.sources[i]), x.syms.str(sp.dirPaths[i]), sp.tsStart[i], sp.tsEnd[i], sp.vec(i, x.dims), sp.scales[i])
+			if sp.sketched {
+				d += fmt.Sprintf(" %v %v %v", sp.sketch(i, words), sp.bitPopInv[i], sp.bitInv[i])
+			}
+			out[rowid] = d
+		}
+	}
+	return out
 }
