@@ -46,6 +46,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	render := fs.String("render", "", "measure nothing: merge these report.json files (comma-separated) and write their tables and plot to --out")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	traceFile := fs.String("trace", "", "write an execution trace of the whole run to this file (go tool trace: which goroutine waits on which)")
+	slowTrace := fs.Float64("slow-trace-ms", 0, "search suite: after a memindex answer slower than this many ms at the client, write the last seconds of the execution trace (a flight recorder) to --out as slow-<chunks>-<mode>-<n>.trace, at most 3 a size; 0: off")
 	clusterF := registerClusterFlags(fs)
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
@@ -62,7 +63,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg := bench.Config{Locomo: *locomo, Messages: *messages, HotSessions: *hotSessions,
 		Queries: *queries, Modes: splitList(*modes), ConcurrencyDuration: *concDur,
-		Command: "memindex bench " + strings.Join(args, " "), Hooks: harness.Nodes}
+		Command: "memindex bench " + strings.Join(args, " "), Hooks: harness.Nodes, SlowTraceMs: *slowTrace, SlowTraceDir: *out}
+	if *slowTrace < 0 {
+		return fmt.Errorf("--slow-trace-ms %g: want 0 (off) or more", *slowTrace)
+	}
 	for _, s := range splitList(*suite) {
 		if !slices.Contains(bench.Suites, s) {
 			return fmt.Errorf("--suite: unknown part %q; use a comma-separated list of %s", s, strings.Join(bench.Suites, ", "))

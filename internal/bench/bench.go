@@ -118,6 +118,12 @@ type Config struct {
 	SearchChunks []int
 	Queries      int
 	Modes        []string
+	// SlowTraceMs, when positive, has the search suite keep a flight
+	// recorder of the execution trace and write its last seconds to
+	// SlowTraceDir after each memindex answer slower than that at the
+	// client (at most 3 files a size).
+	SlowTraceMs  float64
+	SlowTraceDir string
 	// Clients are the concurrency suite's numbers of clients, each for
 	// ConcurrencyDuration.
 	Clients             []int

@@ -136,7 +136,12 @@ func runSearchSize(ctx context.Context, cfg Config, run map[string]bool, n harne
 		return err
 	}
 	if run["search"] {
-		figs, err := runSearch(ctx, n, ns, size, cfg.Modes, cfg.Queries, floors)
+		slow, err := startSlowTracer(cfg.SlowTraceDir, cfg.SlowTraceMs, say)
+		if err != nil {
+			return err
+		}
+		figs, err := runSearch(ctx, n, ns, size, cfg.Modes, cfg.Queries, floors, slow)
+		slow.stop()
 		if err != nil {
 			return err
 		}
@@ -245,7 +250,8 @@ const searchFloorBudget = 60 * time.Second
 // each mode and of the floors (each within searchFloorBudget), taking
 // turns, and reports each system's latency percentiles as its caller sees
 // them.
-func runSearch(ctx context.Context, n harness.Node, ns string, size int, modes []string, queries int, floors *searchFloors) ([]SearchFigure, error) {
+// slow, when not nil, writes a trace after each slow memindex answer.
+func runSearch(ctx context.Context, n harness.Node, ns string, size int, modes []string, queries int, floors *searchFloors, slow *slowTracer) ([]SearchFigure, error) {
 	nc, err := nats.Connect(n.URL())
 	if err != nil {
 		return nil, err
@@ -296,6 +302,11 @@ func runSearch(ctx context.Context, n harness.Node, ns string, size int, modes [
 			}
 			if i < 20 { // the first 20 warm up caches
 				continue
+			}
+			if a.worker {
+				if err := slow.after(fmt.Sprintf("%d-%s", size, s.name), durMs(el), a); err != nil {
+					return nil, err
+				}
 			}
 			s.lat, s.spent = append(s.lat, durMs(el)), s.spent+el
 			s.answers = append(s.answers, timedAnswer{a, durMs(el)})
