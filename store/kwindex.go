@@ -405,7 +405,8 @@ const kwLoadBatch = 256
 // up and posts the batches in read order, so the index (term ids included)
 // is the one adding the rows in turn makes. (The counters noting known
 // term ids, as kwPrep does, made them wait on the index's lock while a
-// batch was posted: 15 % faster than one goroutine against 40 % without.)
+// batch was posted: loads about 15 % faster than on one goroutine, against
+// 25–50 % without, BENCHMARKS.md.)
 // At most 4·GOMAXPROCS+1 batches are in flight.
 func (x *kwIndex) load(ctx context.Context, db queryer) error {
 	rows, err := db.QueryContext(ctx, `SELECT rowid, id, namespace, session_key, session_id, source, dir_path,
@@ -613,7 +614,7 @@ func (x *kwIndex) search(q kwQuery) []kwHit {
 type kwSelect struct {
 	q        kwQuery
 	avgdl    float64
-	filter   kwFilter
+	filter   symFilter
 	syms     *symtab
 	speakers []string
 	bmax     float64
@@ -625,7 +626,7 @@ type kwSelect struct {
 // newKWSelect returns the selection of q; syms is the index's table, read
 // under its lock.
 func newKWSelect(q kwQuery, avgdl float64, syms *symtab) *kwSelect {
-	s := &kwSelect{q: q, avgdl: avgdl, filter: newKWFilter(q.filter, syms), syms: syms, speakers: q.speakers, bmax: 1, top: kwTop{k: q.limit}}
+	s := &kwSelect{q: q, avgdl: avgdl, filter: bindFilter(q.filter, syms), syms: syms, speakers: q.speakers, bmax: 1, top: kwTop{k: q.limit}}
 	if len(s.speakers) > 0 {
 		s.bmax = speakerBoost
 	}
@@ -695,59 +696,9 @@ const slack = 1 + 1e-9
 
 func (s *kwSelect) result() []kwHit { return s.top.sorted() }
 
-// kwFilter is a Filter compiled for the index.
-// kwFilter is a Filter compiled for the index: its strings as symbols of
-// the index's symtab (noSym for a string no row holds).
-type kwFilter struct {
-	f          Filter
-	sessionKey sym
-	sessionID  sym
-	sources    []sym
-	dirPath    sym
-	after      int64
-	before     int64
-	files      sym
-}
-
-func newKWFilter(f Filter, syms *symtab) kwFilter {
-	kf := kwFilter{f: f, sessionKey: syms.lookup(f.SessionKey), sessionID: syms.lookup(f.SessionID), dirPath: syms.lookup(f.DirPath),
-		files: syms.lookup("files")}
-	for _, src := range f.Sources {
-		kf.sources = append(kf.sources, syms.lookup(src))
-	}
-	if !f.After.IsZero() {
-		kf.after = nanos(f.After)
-	}
-	if !f.Before.IsZero() {
-		kf.before = nanos(f.Before)
-	}
-	return kf
-}
-
-// pass is appendFilter's SQL on the index: c.session_key = ?, c.session_id = ?, c.ts_end >=
-// after, c.ts_start < before (NULL times pass neither), c.source IN (...),
-// and (c.source <> 'files' OR c.dir_path IN (”, dir)).
-func (kf *kwFilter) pass(sp *kwSpace, i uint32) bool {
-	f := &kf.f
-	if f.SessionKey != "" && sp.sessionKey[i] != kf.sessionKey {
-		return false
-	}
-	if f.SessionID != "" && sp.sessionID[i] != kf.sessionID {
-		return false
-	}
-	if !f.After.IsZero() && (sp.tsEnd[i] == noTime || sp.tsEnd[i] < kf.after) {
-		return false
-	}
-	if !f.Before.IsZero() && (sp.tsStart[i] == noTime || sp.tsStart[i] >= kf.before) {
-		return false
-	}
-	if len(kf.sources) > 0 && !slices.Contains(kf.sources, sp.source[i]) {
-		return false
-	}
-	if f.DirPath != "" && sp.source[i] == kf.files && sp.dirPath[i] != 0 && sp.dirPath[i] != kf.dirPath {
-		return false
-	}
-	return true
+// passes reports whether doc i passes f.
+func (sp *kwSpace) passes(f *symFilter, i uint32) bool {
+	return f.pass(sp.sessionKey[i], sp.sessionID[i], sp.source[i], sp.dirPath[i], sp.tsStart[i], sp.tsEnd[i])
 }
 
 // kwTop keeps the best k hits: a min-heap on (score, then larger rowid

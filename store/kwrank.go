@@ -261,7 +261,7 @@ func (s *kwSelect) collect(sp *kwSpace, sc []float64, ds []uint32) (float64, boo
 		if th, full := s.top.threshold(); full && a*s.bmax < th {
 			continue
 		}
-		if sp.dead[d] || !s.filter.pass(sp, d) {
+		if sp.dead[d] || !sp.passes(&s.filter, d) {
 			sc[d] = -1
 			continue
 		}

@@ -21,7 +21,7 @@ func exhaustiveTop(x *kwIndex, q kwQuery) []kwHit {
 	terms := s.rankTerms(sp)
 	var all []kwHit
 	for d := range uint32(len(sp.rowids)) {
-		if sp.dead[d] || !s.filter.pass(sp, d) {
+		if sp.dead[d] || !sp.passes(&s.filter, d) {
 			continue
 		}
 		score, hit := 0.0, false

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/hex"
 	"math"
+	"slices"
 )
 
 // The in-memory indexes keep, for every chunk, its id and the strings a
@@ -135,4 +136,65 @@ func isLowerHex(s string) bool {
 		}
 	}
 	return true
+}
+
+// symFilter is a Filter bound to an index's symtab: its strings as symbols
+// (noSym for a string no row holds, which no entry equals) and its times as
+// unix ns (noTime: unset). Both in-memory indexes filter their symbol
+// columns with it (under the index's lock, which guards the lookups).
+type symFilter struct {
+	f                              Filter
+	sessionKey, sessionID, dirPath sym
+	files                          sym
+	sources                        []sym
+	after, before                  int64
+}
+
+func bindFilter(f Filter, syms *symtab) symFilter {
+	b := symFilter{f: f, sessionKey: syms.lookup(f.SessionKey), sessionID: syms.lookup(f.SessionID),
+		dirPath: syms.lookup(f.DirPath), files: syms.lookup("files")}
+	for _, src := range f.Sources {
+		b.sources = append(b.sources, syms.lookup(src))
+	}
+	b.after, b.before = filterTimes(f)
+	return b
+}
+
+// filterTimes returns f's time bounds as unix ns, noTime when unset.
+func filterTimes(f Filter) (after, before int64) {
+	after, before = noTime, noTime
+	if !f.After.IsZero() {
+		after = nanos(f.After)
+	}
+	if !f.Before.IsZero() {
+		before = nanos(f.Before)
+	}
+	return after, before
+}
+
+// pass is appendFilter's SQL on one row's columns: c.session_key = ?,
+// c.session_id = ?, c.ts_end >= after, c.ts_start < before (NULL times pass
+// neither), c.source IN (...), and (c.source <> 'files' OR c.dir_path IN
+// (”, dir)).
+func (b *symFilter) pass(sessionKey, sessionID, source, dirPath sym, tsStart, tsEnd int64) bool {
+	f := &b.f
+	if f.SessionKey != "" && sessionKey != b.sessionKey || f.SessionID != "" && sessionID != b.sessionID {
+		return false
+	}
+	if len(f.Sources) > 0 && !slices.Contains(b.sources, source) {
+		return false
+	}
+	if f.DirPath != "" && source == b.files && dirPath != 0 && dirPath != b.dirPath {
+		return false
+	}
+	return passTimes(b.after, b.before, tsStart, tsEnd)
+}
+
+// passTimes reports whether a row's times meet the bounds after and before
+// (noTime: unset); a row's unknown time (noTime) fails a bound.
+func passTimes(after, before, tsStart, tsEnd int64) bool {
+	if after != noTime && (tsEnd == noTime || tsEnd < after) {
+		return false
+	}
+	return before == noTime || tsStart != noTime && tsStart < before
 }

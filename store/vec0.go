@@ -48,7 +48,7 @@ func (s *Shard) loadIndex(ctx context.Context) error {
 	x := s.index
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	load := &vecLoad{dims: x.dims}
+	var load *vecLoad
 	reset := func() {
 		load = &vecLoad{dims: x.dims}
 		x.resetExact(len(metas))

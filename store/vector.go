@@ -399,86 +399,41 @@ func normalizeInto(dst, v []float32) {
 	}
 }
 
-// vecFilter is a Filter compiled for the scan: its strings, and (after
-// bind) their symbols in the index's symtab.
+// vecFilter is a Filter compiled for the scan: whether it filters at all,
+// and (after bind) its symbols in the index's symtab.
 type vecFilter struct {
-	any         bool
-	f           Filter
-	bySK, bySID bool
-	after       int64 // noTime: unset
-	before      int64
-	byDir       bool
-
-	// Set by bind.
-	sessionKey, sessionID sym
-	sources               []sym // empty: any
-	files, dirPath        sym
+	any bool
+	symFilter
 }
 
 func compileFilter(f Filter) vecFilter {
-	vf := vecFilter{f: f, after: noTime, before: noTime, bySK: f.SessionKey != "", bySID: f.SessionID != "", byDir: f.DirPath != ""}
-	if !f.After.IsZero() {
-		vf.after = nanos(f.After)
-	}
-	if !f.Before.IsZero() {
-		vf.before = nanos(f.Before)
-	}
-	vf.any = vf.bySK || vf.bySID || vf.after != noTime || vf.before != noTime || len(f.Sources) > 0 || vf.byDir
+	vf := vecFilter{symFilter: symFilter{f: f}}
+	vf.after, vf.before = filterTimes(f)
+	vf.any = f.SessionKey != "" || f.SessionID != "" || vf.after != noTime || vf.before != noTime || len(f.Sources) > 0 || f.DirPath != ""
 	return vf
 }
 
-// bind looks the filter's strings up in syms (under the index's lock): a
-// string no chunk holds becomes noSym, which no entry equals.
-func (vf *vecFilter) bind(syms *symtab) {
-	vf.sessionKey, vf.sessionID = syms.lookup(vf.f.SessionKey), syms.lookup(vf.f.SessionID)
-	vf.files, vf.dirPath = syms.lookup("files"), syms.lookup(vf.f.DirPath)
-	vf.sources = vf.sources[:0]
-	for _, src := range vf.f.Sources {
-		vf.sources = append(vf.sources, syms.lookup(src))
-	}
-}
+// bind looks the filter's strings up in syms (under the index's lock).
+func (vf *vecFilter) bind(syms *symtab) { vf.symFilter = bindFilter(vf.f, syms) }
 
-// pass mirrors the SQL filter for position i (after bind): a chunk with an
-// unknown time fails a bound.
+// pass mirrors the SQL filter for position i (after bind).
 func (vf *vecFilter) pass(sp *vecSpace, i int) bool {
-	if vf.bySK && sp.sessionKeys[i] != vf.sessionKey {
-		return false
-	}
-	if vf.bySID && sp.sessionIDs[i] != vf.sessionID {
-		return false
-	}
-	if len(vf.f.Sources) > 0 && !slices.Contains(vf.sources, sp.sources[i]) {
-		return false
-	}
-	if vf.byDir && sp.sources[i] == vf.files && sp.dirPaths[i] != vf.dirPath && sp.dirPaths[i] != 0 {
-		return false
-	}
-	return vf.passTimes(sp.tsStart[i], sp.tsEnd[i])
+	return vf.symFilter.pass(sp.sessionKeys[i], sp.sessionIDs[i], sp.sources[i], sp.dirPaths[i], sp.tsStart[i], sp.tsEnd[i])
 }
 
 // passRow is pass for a chunk's values read from SQLite.
 func (vf *vecFilter) passRow(sessionKey, sessionID, source, dirPath string, tsStart, tsEnd int64) bool {
 	f := &vf.f
-	if vf.bySK && sessionKey != f.SessionKey || vf.bySID && sessionID != f.SessionID {
+	if f.SessionKey != "" && sessionKey != f.SessionKey || f.SessionID != "" && sessionID != f.SessionID {
 		return false
 	}
 	if len(f.Sources) > 0 && !slices.Contains(f.Sources, source) {
 		return false
 	}
-	if vf.byDir && source == "files" && dirPath != f.DirPath && dirPath != "" {
+	if f.DirPath != "" && source == "files" && dirPath != f.DirPath && dirPath != "" {
 		return false
 	}
-	return vf.passTimes(tsStart, tsEnd)
-}
-
-func (vf *vecFilter) passTimes(tsStart, tsEnd int64) bool {
-	if vf.after != noTime && (tsEnd == noTime || tsEnd < vf.after) {
-		return false
-	}
-	if vf.before != noTime && (tsStart == noTime || tsStart >= vf.before) {
-		return false
-	}
-	return true
+	return passTimes(vf.after, vf.before, tsStart, tsEnd)
 }
 
 // VectorSearch returns the top limit chunks of namespace ns by cosine
