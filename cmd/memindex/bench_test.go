@@ -92,6 +92,9 @@ func TestBenchSuiteAtATinySize(t *testing.T) {
 		if f.Chunks != 300 || f.Queries != 5 || f.P50Ms <= 0 || f.P99Ms < f.P50Ms {
 			t.Errorf("search %+v: want 5 queries at 300 chunks, p99 >= p50 > 0", f)
 		}
+		if f.Worker != nil && (f.CPUMsPerQuery <= 0 || f.FaultsPerQuery < 0) {
+			t.Errorf("search %+v: want the CPU a memindex query took over NATS (> 0) and its page faults", f)
+		}
 	}
 	if want := []string{"hybrid", "vector", bench.SearchFloorFTS5, bench.SearchFloorScan}; !slices.Equal(search, want) {
 		t.Errorf("search systems = %v, want %v (the modes, then the floors of the same run)", search, want)

@@ -64,6 +64,13 @@ type SearchFigure struct {
 	// (SearchResponse.TookMs) over the same answers, beside the client's
 	// above: the rest is NATS, encoding and scheduling (nil for the floors).
 	Worker *SearchWorker `json:"worker,omitempty"`
+	// CPUMsPerQuery and FaultsPerQuery are the process's CPU time (all
+	// threads: worker, NATS server and client for memindex; the floor's own
+	// work for a floor) and minor page faults while an answer was awaited,
+	// a query on average. A fault is a trip to the hypervisor on a
+	// virtualised box (about 10 µs on this project's: BENCHMARKS.md).
+	CPUMsPerQuery  float64 `json:"cpuMsPerQuery"`
+	FaultsPerQuery float64 `json:"faultsPerQuery"`
 }
 
 // SearchWorker is the p50 and p99 of the worker's own time for its answers

@@ -310,14 +310,15 @@ func Merge(paths []string) (Report, error) {
 // percentiles, and for memindex the worker's own p50 and p99 (a dash for
 // the floors, timed in process).
 func writeSearchTable(w io.Writer, figs []SearchFigure) {
-	fmt.Fprintln(w, "| chunks | mode | queries | p50 ms | p90 ms | p99 ms | max ms | degraded | worker's own p50 / p99 ms |")
-	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| chunks | mode | queries | p50 ms | p90 ms | p99 ms | max ms | degraded | worker's own p50 / p99 ms | CPU ms a query | page faults a query |")
+	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, f := range figs {
 		worker := "—"
 		if f.Worker != nil {
 			worker = benchMs(f.Worker.P50Ms) + " / " + benchMs(f.Worker.P99Ms)
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %d | %s |\n", benchThousands(f.Chunks), f.Mode, f.Queries, benchMs(f.P50Ms), benchMs(f.P90Ms), benchMs(f.P99Ms), benchMs(f.MaxMs), f.Degraded, worker)
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %d | %s | %s | %.1f |\n", benchThousands(f.Chunks), f.Mode, f.Queries, benchMs(f.P50Ms), benchMs(f.P90Ms), benchMs(f.P99Ms), benchMs(f.MaxMs), f.Degraded, worker,
+			benchMs(f.CPUMsPerQuery), f.FaultsPerQuery)
 	}
 	fmt.Fprintln(w)
 }

@@ -147,7 +147,7 @@ func runSearchSize(ctx context.Context, cfg Config, run map[string]bool, n harne
 		}
 		rep.Search = append(rep.Search, figs...)
 		for _, f := range figs {
-			say("  %d chunks, %s: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms over %d queries (%d degraded)", size, f.Mode, f.P50Ms, f.P90Ms, f.P99Ms, f.Queries, f.Degraded)
+			say("  %d chunks, %s: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms over %d queries (%d degraded); %.2f ms of CPU and %.1f page faults a query", size, f.Mode, f.P50Ms, f.P90Ms, f.P99Ms, f.Queries, f.Degraded, f.CPUMsPerQuery, f.FaultsPerQuery)
 			if w := f.Worker; w != nil {
 				say("    the worker's own time: p50 %.2f ms, p99 %.2f ms (legs side by side, p50: vector %.2f, keyword %.2f)", w.P50Ms, w.P99Ms, w.VectorP50Ms, w.KeywordP50Ms)
 			}
@@ -183,6 +183,7 @@ type searchSystem struct {
 	lat      []float64
 	answers  []timedAnswer // memindex's, for the tail
 	spent    time.Duration // timed answers so far
+	used     usage         // the process's CPU and page faults over the timed answers
 	budget   time.Duration // 0: every query; else asked no more once spent (after 3)
 	degraded int
 }
@@ -294,9 +295,9 @@ func runSearch(ctx context.Context, n harness.Node, ns string, size int, modes [
 			if s.budget > 0 && s.spent >= s.budget && len(s.lat) >= 3 {
 				continue
 			}
-			t0 := time.Now()
+			u0, t0 := processUsage(), time.Now()
 			a, err := s.ask(ctx, q, qv[0])
-			el := time.Since(t0)
+			el, u := time.Since(t0), processUsage().since(u0)
 			if err != nil {
 				return nil, err
 			}
@@ -309,6 +310,7 @@ func runSearch(ctx context.Context, n harness.Node, ns string, size int, modes [
 				}
 			}
 			s.lat, s.spent = append(s.lat, durMs(el)), s.spent+el
+			s.used.cpu, s.used.faults = s.used.cpu+u.cpu, s.used.faults+u.faults
 			s.answers = append(s.answers, timedAnswer{a, durMs(el)})
 			if a.degraded {
 				s.degraded++
@@ -319,7 +321,8 @@ func runSearch(ctx context.Context, n harness.Node, ns string, size int, modes [
 	for _, s := range systems {
 		slices.Sort(s.lat)
 		out = append(out, SearchFigure{Chunks: size, Mode: s.name, Queries: len(s.lat), P50Ms: benchPercentile(s.lat, 0.50), P90Ms: benchPercentile(s.lat, 0.90),
-			P99Ms: benchPercentile(s.lat, 0.99), MaxMs: s.lat[len(s.lat)-1], Degraded: s.degraded, Tail: searchTail(s.answers), Worker: searchWorker(s.answers)})
+			P99Ms: benchPercentile(s.lat, 0.99), MaxMs: s.lat[len(s.lat)-1], Degraded: s.degraded, Tail: searchTail(s.answers), Worker: searchWorker(s.answers),
+			CPUMsPerQuery: durMs(s.used.cpu) / float64(len(s.lat)), FaultsPerQuery: float64(s.used.faults) / float64(len(s.lat))})
 	}
 	return out, nil
 }

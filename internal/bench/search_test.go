@@ -35,7 +35,7 @@ func TestSearchTailIsTheSlowestPercent(t *testing.T) {
 // TestSearchWorkerPercentiles: the worker's own p50 and p99 (and each
 // leg's p50) are taken over its answers whatever their order, none for a
 // floor's; the search table shows them beside the client's, a dash for a
-// floor.
+// floor; CPU and page faults a query are shown for every system.
 func TestSearchWorkerPercentiles(t *testing.T) {
 	var as []timedAnswer
 	for i := range 100 {
@@ -51,13 +51,13 @@ func TestSearchWorkerPercentiles(t *testing.T) {
 	}
 	var b strings.Builder
 	writeSearchTable(&b, []SearchFigure{
-		{Chunks: 1000000, Mode: "hybrid", Queries: 300, P50Ms: 13.4, P90Ms: 20.5, P99Ms: 45.1, MaxMs: 55.4, Worker: got},
-		{Chunks: 1000000, Mode: SearchFloorScan, Queries: 171, P50Ms: 340.6, P90Ms: 427.2, P99Ms: 518.2, MaxMs: 542.3},
+		{Chunks: 1000000, Mode: "hybrid", Queries: 300, P50Ms: 13.4, P90Ms: 20.5, P99Ms: 45.1, MaxMs: 55.4, Worker: got, CPUMsPerQuery: 21.5, FaultsPerQuery: 312.25},
+		{Chunks: 1000000, Mode: SearchFloorScan, Queries: 171, P50Ms: 340.6, P90Ms: 427.2, P99Ms: 518.2, MaxMs: 542.3, CPUMsPerQuery: 351, FaultsPerQuery: 0.5},
 	})
 	for _, want := range []string{
-		"| p50 ms | p90 ms | p99 ms | max ms | degraded | worker's own p50 / p99 ms |",
-		"| 1,000,000 | hybrid | 300 | 13.4 | 20.5 | 45.1 | 55.4 | 0 | 50.0 / 99.0 |",
-		"| 1,000,000 | " + SearchFloorScan + " | 171 | 341 | 427 | 518 | 542 | 0 | — |",
+		"| p50 ms | p90 ms | p99 ms | max ms | degraded | worker's own p50 / p99 ms | CPU ms a query | page faults a query |",
+		"| 1,000,000 | hybrid | 300 | 13.4 | 20.5 | 45.1 | 55.4 | 0 | 50.0 / 99.0 | 21.5 | 312.2 |",
+		"| 1,000,000 | " + SearchFloorScan + " | 171 | 341 | 427 | 518 | 542 | 0 | — | 351 | 0.5 |",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("search table lacks %q:\n%s", want, b.String())
