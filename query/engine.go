@@ -240,17 +240,9 @@ func (e *Engine) answer(ctx context.Context, shard Searcher, req memindex.Search
 	} else if req.Mode != memindex.ModeKeyword {
 		xs.add("abstention", len(fused), len(fused), fmt.Sprintf("answered: keyword candidates %d, or a vector score of at least %.2f", len(kw.cands), e.abstainAt()))
 	}
-	lambda := 1.0 // off
-	if req.MMR {
-		lambda = req.MMRLambda
-		if lambda == 0 {
-			lambda = e.mmrLambda()
-		}
-	}
+	lambda := e.lambda(req)
 	pool := req
-	if lambda < 1 || req.HalfLifeHours > 0 {
-		pool.K = min(req.K*mmrPool, memindex.MaxK) // choose k from a larger pool
-	}
+	pool.K = hitPool(req, lambda)
 	hits, dropped, vanished, err := e.hydrate(ctx, shard, pool, fused, snippets, fusion)
 	if err != nil {
 		return memindex.SearchResponse{}, 0, fmt.Errorf("search %s: %w", req.Namespace, err)
@@ -295,7 +287,12 @@ func (e *Engine) vectorLeg(ctx context.Context, s Searcher, req memindex.SearchR
 		r.leg.Reason, r.skipped = err.Error(), true
 		return r
 	}
-	cands, err := s.VectorSearch(ctx, req.Namespace, vec, f, limit)
+	var cands []store.Candidate
+	if ts, ok := s.(topSearcher); ok {
+		cands, err = ts.VectorSearchTop(ctx, req.Namespace, vec, f, limit, hitPool(req, e.lambda(req)))
+	} else {
+		cands, err = s.VectorSearch(ctx, req.Namespace, vec, f, limit)
+	}
 	if err != nil {
 		r.leg.Reason = fmt.Sprintf("search failed: %v", err)
 		return r
@@ -308,6 +305,37 @@ func (e *Engine) vectorLeg(ctx context.Context, s Searcher, req memindex.SearchR
 		}
 	}
 	return r
+}
+
+// topSearcher is a Searcher that can rank a vector search's first exact
+// candidates exactly and the rest up to limit by its quantized
+// approximation, for less work; *store.Shard is one (VectorSearchTop). The
+// vector leg asks for its candidates so, exact for as many as the answer
+// can take in the vector leg's order (hitPool): past those, fusion takes
+// them by rank.
+type topSearcher interface {
+	VectorSearchTop(ctx context.Context, ns string, vec []float32, f store.Filter, limit, exact int) ([]store.Candidate, error)
+}
+
+// lambda is the MMR λ of req: 1 (off) unless it asks for MMR.
+func (e *Engine) lambda(req memindex.SearchRequest) float64 {
+	if !req.MMR {
+		return 1
+	}
+	if req.MMRLambda != 0 {
+		return req.MMRLambda
+	}
+	return e.mmrLambda()
+}
+
+// hitPool is how many fused hits the answer to req loads and chooses its
+// K from: K, or mmrPool times K when MMR (lambda < 1) or decay re-ranks
+// them.
+func hitPool(req memindex.SearchRequest, lambda float64) int {
+	if lambda < 1 || req.HalfLifeHours > 0 {
+		return min(req.K*mmrPool, memindex.MaxK)
+	}
+	return req.K
 }
 
 // coverageReporter is what a shard that knows how many of a namespace's

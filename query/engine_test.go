@@ -518,3 +518,51 @@ func TestEngineSearchFlagsMissingVectors(t *testing.T) {
 		})
 	}
 }
+
+// topShard is a memShard that also offers VectorSearchTop, recording the
+// limit and exact head asked, and answering as VectorSearch does.
+type topShard struct {
+	*memShard
+	mu           sync.Mutex
+	limit, exact int
+}
+
+func (s *topShard) VectorSearchTop(ctx context.Context, ns string, vec []float32, f store.Filter, limit, exact int) ([]store.Candidate, error) {
+	s.mu.Lock()
+	s.limit, s.exact = limit, exact
+	s.mu.Unlock()
+	return s.VectorSearch(ctx, ns, vec, f, limit)
+}
+
+// TestVectorLegAsksExactOnlyForTheHits: against a shard that offers
+// VectorSearchTop, the vector leg asks for its usual candidates (K times
+// the candidate factor) exact only as deep as the answer can take hits in
+// the vector leg's order: K, or mmrPool times K when MMR or decay chooses
+// among more; its hits are those of VectorSearch.
+func TestVectorLegAsksExactOnlyForTheHits(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		req       memindex.SearchRequest
+		wantExact int
+	}{
+		{"hybrid", memindex.SearchRequest{Query: "deploy", K: 5}, 5},
+		{"vector", memindex.SearchRequest{Query: "deploy", K: 7, Mode: memindex.ModeVector}, 7},
+		{"mmr", memindex.SearchRequest{Query: "deploy", K: 5, MMR: true}, 5 * mmrPool},
+		{"decay", memindex.SearchRequest{Query: "deploy", K: 4, HalfLifeHours: 24}, 4 * mmrPool},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := &topShard{memShard: newTestShard()}
+			tt.req.Namespace = "agent-7"
+			got, err := NewEngine(EngineConfig{}, routeTo(ts), testEmbedder(nil, nil)).Search(context.Background(), tt.req)
+			mustTB(t, err)
+			want, err := NewEngine(EngineConfig{}, routeTo(newTestShard()), testEmbedder(nil, nil)).Search(context.Background(), tt.req)
+			mustTB(t, err)
+			if wantLimit := max(tt.req.K*DefaultCandidateFactor, MinCandidates); ts.limit != wantLimit || ts.exact != tt.wantExact {
+				t.Fatalf("VectorSearchTop asked limit %d, exact %d; want %d, %d", ts.limit, ts.exact, wantLimit, tt.wantExact)
+			}
+			if !slices.Equal(hitIDs(got.Hits), hitIDs(want.Hits)) {
+				t.Fatalf("hits %v, want VectorSearch's %v", hitIDs(got.Hits), hitIDs(want.Hits))
+			}
+		})
+	}
+}

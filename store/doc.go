@@ -12,9 +12,11 @@
 // decide its top k, kwrank.go), vector search (an in-memory index
 // of int8-quantized vectors whose best candidates are rescored with their
 // exact float32 vectors read from the durable vec0 table, so the ranking
-// and scores are an exact scan's: vecquant.go; from 150,000 vectors an
-// unfiltered search first narrows the candidates with a 1-bit sketch of
-// each vector, vecbits.go, whose recall is measured rather than exact),
+// and scores are an exact scan's: vecquant.go; VectorSearchTop rescores
+// only a head of them and orders the rest by their int8 scores; from
+// 150,000 vectors an unfiltered search first narrows the candidates with a
+// 1-bit sketch of each vector, vecbits.go, whose recall is measured rather
+// than exact),
 // hydration of hits, and the
 // embedding cache in its own SQLite file.
 //

@@ -141,7 +141,7 @@ func BenchmarkQuantizedVectorSearch(b *testing.B) {
 					// Recall and vectors read, over every query once, untimed.
 					var hits, want, read int
 					for _, q := range qs {
-						got, r, err := f.s.vectorSearch(ctx, "bench", newQuantQuery(q), compileFilter(Filter{}), k)
+						got, r, err := f.s.vectorSearch(ctx, "bench", newQuantQuery(q), compileFilter(Filter{}), k, k)
 						if err != nil {
 							b.Fatal(err)
 						}

@@ -54,26 +54,30 @@ const sqlVecPoint = `SELECT v.rowid, v.embedding FROM json_each(?) j JOIN vec_ch
 // plainBatch bounds the rowids of one IN query on vec_plain.
 const plainBatch = 256
 
-// vectorSearch is VectorSearch after its checks; it also returns how many
-// float32 vectors it read.
-func (s *Shard) vectorSearch(ctx context.Context, ns string, q *quantQuery, vf vecFilter, limit int) ([]Candidate, int, error) {
+// vectorSearch is VectorSearchTop after its checks; it also returns how
+// many float32 vectors it read.
+func (s *Shard) vectorSearch(ctx context.Context, ns string, q *quantQuery, vf vecFilter, limit, exactTop int) ([]Candidate, int, error) {
 	if limit <= 0 {
 		return nil, 0, nil
 	}
 	exact := map[int64]float32{} // rowid → exact score; NaN: no vector in SQLite
 	cands := s.index.candidates(ns, q, &vf, rescorePool(limit))
-	out, err := s.rescore(ctx, q, cands, limit, exact)
+	out, err := s.rescore(ctx, q, cands, limit, exactTop, exact)
 	return out, len(exact), err
 }
 
 // rescore reads the exact scores of the candidates that can enter the top
-// limit (into exact) and returns the top limit of those, best first.
-func (s *Shard) rescore(ctx context.Context, q *quantQuery, cands []vecCand, limit int, exact map[int64]float32) ([]Candidate, error) {
-	first := cands[:min(limit, len(cands))]
+// exactTop (into exact) and returns the top limit of cands, best first:
+// the exact top exactTop, then the others by their exact score where it
+// was read and by their approximate one where not. A candidate not read
+// scores below the exactTop-th exact score by more than its error margin,
+// so none can come before the exact top exactTop.
+func (s *Shard) rescore(ctx context.Context, q *quantQuery, cands []vecCand, limit, exactTop int, exact map[int64]float32) ([]Candidate, error) {
+	first := cands[:min(exactTop, len(cands))]
 	if err := s.exactScores(ctx, q, first, exact); err != nil {
 		return nil, err
 	}
-	bar := kthScore(first, exact, limit)
+	bar := kthScore(first, exact, exactTop)
 	var more []vecCand
 	for _, c := range cands[len(first):] {
 		if c.approx+c.margin >= bar {
@@ -83,15 +87,18 @@ func (s *Shard) rescore(ctx context.Context, q *quantQuery, cands []vecCand, lim
 	if err := s.exactScores(ctx, q, more, exact); err != nil {
 		return nil, err
 	}
-	top := make([]scored, 0, len(first)+len(more))
-	ids := make(map[int64]string, len(first)+len(more))
-	for _, part := range [][]vecCand{first, more} {
-		for _, c := range part {
-			if e := exact[c.rowid]; e == e { // not NaN
-				top = append(top, scored{score: e, rowid: c.rowid})
-				ids[c.rowid] = c.id
-			}
+	top := make([]scored, 0, len(cands))
+	ids := make(map[int64]string, len(cands))
+	for _, c := range cands {
+		score, read := exact[c.rowid]
+		switch {
+		case !read:
+			score = c.approx
+		case score != score: // NaN: no vector in SQLite any more
+			continue
 		}
+		top = append(top, scored{score: score, rowid: c.rowid})
+		ids[c.rowid] = c.id
 	}
 	sort.Slice(top, func(i, j int) bool { return better(top[i], top[j]) })
 	top = top[:min(limit, len(top))]

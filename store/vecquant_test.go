@@ -545,7 +545,7 @@ func TestQuantizedSearchDuplicates(t *testing.T) {
 	mustApply(t, s, Batch{Rechunk: []SessionChunks{sc}})
 	rows = withRowids(t, s, rows)
 	for _, k := range []int{10, 40} {
-		got, read, err := s.vectorSearch(ctx, "n", newQuantQuery(dup), compileFilter(Filter{}), k)
+		got, read, err := s.vectorSearch(ctx, "n", newQuantQuery(dup), compileFilter(Filter{}), k, k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -731,5 +731,73 @@ func TestExactCopiesBounded(t *testing.T) {
 	s.index.mu.RUnlock()
 	if held != 0 || !off || bytes != 0 {
 		t.Fatalf("reopened over a bound of 100: %d copies, off %t, %d bytes; want none, off, 0", held, off, bytes)
+	}
+}
+
+// TestVectorSearchTopExactHead checks VectorSearchTop on each kind of
+// corpus: its first exact candidates are the exact scan's top (recall at
+// least 0.99, each scored with its exact cosine), the rest up to limit
+// follow in descending score within the quantization error of their exact
+// cosine and without repeats; it reads at most half the float32 vectors
+// from SQLite that a search exact to the limit reads; and asked exact to the limit it is
+// VectorSearch.
+func TestVectorSearchTopExactHead(t *testing.T) {
+	const dims, n, queries, limit, head = 64, 4000, 40, 40, 10
+	for ki, kind := range vecKinds {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			s := openTestConfig(t, Config{Dims: dims, VectorCopyBytes: -1})
+			g := newVecGen(kind, uint64(ki+11), dims)
+			rows := fillVectors(t, s, g, "n", n)
+			byID := map[string]*vecRow{}
+			for i := range rows {
+				byID[rows[i].id] = &rows[i]
+			}
+			var sum float64
+			var readTop, readAll int
+			for range queries {
+				q := g.query()
+				got, read, err := s.vectorSearch(ctx, "n", newQuantQuery(q), compileFilter(Filter{}), limit, head)
+				if err != nil {
+					t.Fatal(err)
+				}
+				all, readL, err := s.vectorSearch(ctx, "n", newQuantQuery(q), compileFilter(Filter{}), limit, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				readTop, readAll = readTop+read, readAll+readL
+				if len(got) != limit {
+					t.Fatalf("%d candidates, want %d", len(got), limit)
+				}
+				sum += recall(got[:head], exactSearch(rows, q, nil, head))
+				seen := map[string]bool{}
+				for i, c := range got {
+					e := exactSearch([]vecRow{*byID[c.ID]}, q, nil, 1)[0].Score
+					switch {
+					case seen[c.ID]:
+						t.Fatalf("%s twice", c.ID)
+					case c.Rank != i+1:
+						t.Fatalf("candidate %d has rank %d", i, c.Rank)
+					case i > 0 && c.Score > got[i-1].Score:
+						t.Fatalf("rank %d scores %v above rank %d's %v", i+1, c.Score, i, got[i-1].Score)
+					case i < head && c.Score != e:
+						t.Fatalf("rank %d (%s) scored %v, exact cosine %v", i+1, c.ID, c.Score, e)
+					case math.Abs(c.Score-e) > 0.02:
+						t.Fatalf("rank %d (%s) scored %v, exact cosine %v: beyond the quantization error", i+1, c.ID, c.Score, e)
+					}
+					seen[c.ID] = true
+				}
+				if same, err := s.VectorSearchTop(ctx, "n", q, Filter{}, limit, limit); err != nil || !slices.Equal(same, all) {
+					t.Fatalf("VectorSearchTop(limit, limit) = %v, %v\nVectorSearch = %v", same, err, all)
+				}
+			}
+			if r := sum / queries; r < 0.99 {
+				t.Errorf("recall of the exact head %.4f, want >= 0.99", r)
+			}
+			if 2*readTop > readAll { // about head + 3 against limit + 8 a search
+				t.Errorf("read %d float32 vectors for exact heads of %d against %d exact to %d: want at most half", readTop, head, readAll, limit)
+			}
+			t.Logf("vectors read a search: %.1f exact to %d, %.1f exact to %d", float64(readTop)/queries, head, float64(readAll)/queries, limit)
+		})
 	}
 }
