@@ -53,10 +53,13 @@ type Config struct {
 	// mmap_size); 0 is DefaultMmapBytes, negative maps nothing. Mapped pages
 	// are the file's page cache: they count in a process's RSS while
 	// resident but the kernel reclaims them under pressure. A search's
-	// rescoring reads walk vec0's vector-chunk BLOBs page by page: a page
-	// outside the map is a read into the page cache (about 125 µs a vector
-	// against 12–18 mapped, at 100k chunks), so the default maps what
-	// SQLite allows.
+	// rescoring reads walk vec0's vector-chunk BLOBs page by page: mapped,
+	// 4.9 µs a vector against 8.6 through reads over 20,000 vectors and
+	// 12.9 against 18.1 over 300,000 (BenchmarkRescoreReads), so the
+	// default maps what SQLite allows. Each connection maps on its own, and
+	// a page it touches first is a page fault: at 1,000,000 chunks, with
+	// the maps still cold, a read took 55–77 µs mapped against 32–35
+	// without a map (BENCHMARKS.md, eleventh session).
 	MmapBytes int64
 	// VectorCopyBytes bounds the float32 copies of the shard's vectors kept
 	// in memory for rescoring (store/vecexact.go): a shard whose copies would
