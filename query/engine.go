@@ -166,12 +166,14 @@ func (e *Engine) answer(ctx context.Context, shard Searcher, req memindex.Search
 	filter := store.Filter{SessionKey: req.SessionKey, SessionID: req.SessionID, After: after, Before: before,
 		Sources: req.Sources, DirPath: req.DirPath}
 	limit := max(req.K*e.cfg.CandidateFactor, MinCandidates)
+	lambda := e.lambda(req)
+	hitsWanted := hitPool(req, lambda) // the fused hits loaded, in order
 
 	vec := legResult{leg: memindex.Leg{Reason: "not run in " + req.Mode + " mode"}}
 	kw := vec
 	var wg conc.WaitGroup
 	if req.Mode != memindex.ModeKeyword {
-		wg.Go(func() { vec = e.vectorLeg(ctx, shard, req, filter, limit) })
+		wg.Go(func() { vec = e.vectorLeg(ctx, shard, req, filter, limit, hitsWanted) })
 	}
 	if req.Mode != memindex.ModeVector {
 		wg.Go(func() { kw = e.keywordLeg(ctx, shard, req, filter, limit) })
@@ -240,9 +242,8 @@ func (e *Engine) answer(ctx context.Context, shard Searcher, req memindex.Search
 	} else if req.Mode != memindex.ModeKeyword {
 		xs.add("abstention", len(fused), len(fused), fmt.Sprintf("answered: keyword candidates %d, or a vector score of at least %.2f", len(kw.cands), e.abstainAt()))
 	}
-	lambda := e.lambda(req)
 	pool := req
-	pool.K = hitPool(req, lambda)
+	pool.K = hitsWanted
 	hits, dropped, vanished, err := e.hydrate(ctx, shard, pool, fused, snippets, fusion)
 	if err != nil {
 		return memindex.SearchResponse{}, 0, fmt.Errorf("search %s: %w", req.Namespace, err)
@@ -274,7 +275,7 @@ func (e *Engine) answer(ctx context.Context, shard Searcher, req memindex.Search
 }
 
 // vectorLeg embeds the query within QueryEmbedTimeout, then runs VectorSearch.
-func (e *Engine) vectorLeg(ctx context.Context, s Searcher, req memindex.SearchRequest, f store.Filter, limit int) (r legResult) {
+func (e *Engine) vectorLeg(ctx context.Context, s Searcher, req memindex.SearchRequest, f store.Filter, limit, exact int) (r legResult) {
 	start := time.Now()
 	r.leg.Ran = true
 	defer func() { r.leg.TookMs = millis(time.Since(start)) }()
@@ -289,7 +290,7 @@ func (e *Engine) vectorLeg(ctx context.Context, s Searcher, req memindex.SearchR
 	}
 	var cands []store.Candidate
 	if ts, ok := s.(topSearcher); ok {
-		cands, err = ts.VectorSearchTop(ctx, req.Namespace, vec, f, limit, hitPool(req, e.lambda(req)))
+		cands, err = ts.VectorSearchTop(ctx, req.Namespace, vec, f, limit, exact)
 	} else {
 		cands, err = s.VectorSearch(ctx, req.Namespace, vec, f, limit)
 	}

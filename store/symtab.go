@@ -138,17 +138,23 @@ func isLowerHex(s string) bool {
 	return true
 }
 
-// symFilter is a Filter bound to an index's symtab: its strings as symbols
-// (noSym for a string no row holds, which no entry equals) and its times as
-// unix ns (noTime: unset). Both in-memory indexes filter their symbol
-// columns with it (under the index's lock, which guards the lookups).
-type symFilter struct {
+// colFilter is a Filter in the form a row's columns hold its strings: T
+// sym for an index's symbol columns (symFilter, bindFilter) or string for
+// values read from SQLite (stringFilter). Its times are unix ns (noTime:
+// unset). A column's zero value is "" (symbol 0 is "").
+type colFilter[T comparable] struct {
 	f                              Filter
-	sessionKey, sessionID, dirPath sym
-	files                          sym
-	sources                        []sym
+	sessionKey, sessionID, dirPath T
+	files                          T
+	sources                        []T
 	after, before                  int64
 }
+
+// symFilter is a Filter bound to an index's symtab: its strings as symbols
+// (noSym for a string no row holds, which no entry equals). Both in-memory
+// indexes filter their symbol columns with it (under the index's lock,
+// which guards the lookups).
+type symFilter = colFilter[sym]
 
 func bindFilter(f Filter, syms *symtab) symFilter {
 	b := symFilter{f: f, sessionKey: syms.lookup(f.SessionKey), sessionID: syms.lookup(f.SessionID),
@@ -156,6 +162,13 @@ func bindFilter(f Filter, syms *symtab) symFilter {
 	for _, src := range f.Sources {
 		b.sources = append(b.sources, syms.lookup(src))
 	}
+	b.after, b.before = filterTimes(f)
+	return b
+}
+
+// stringFilter is f for a row's strings as read from SQLite.
+func stringFilter(f Filter) colFilter[string] {
+	b := colFilter[string]{f: f, sessionKey: f.SessionKey, sessionID: f.SessionID, dirPath: f.DirPath, files: "files", sources: f.Sources}
 	b.after, b.before = filterTimes(f)
 	return b
 }
@@ -176,7 +189,7 @@ func filterTimes(f Filter) (after, before int64) {
 // c.session_id = ?, c.ts_end >= after, c.ts_start < before (NULL times pass
 // neither), c.source IN (...), and (c.source <> 'files' OR c.dir_path IN
 // (”, dir)).
-func (b *symFilter) pass(sessionKey, sessionID, source, dirPath sym, tsStart, tsEnd int64) bool {
+func (b *colFilter[T]) pass(sessionKey, sessionID, source, dirPath T, tsStart, tsEnd int64) bool {
 	f := &b.f
 	if f.SessionKey != "" && sessionKey != b.sessionKey || f.SessionID != "" && sessionID != b.sessionID {
 		return false
@@ -184,7 +197,8 @@ func (b *symFilter) pass(sessionKey, sessionID, source, dirPath sym, tsStart, ts
 	if len(f.Sources) > 0 && !slices.Contains(b.sources, source) {
 		return false
 	}
-	if f.DirPath != "" && source == b.files && dirPath != 0 && dirPath != b.dirPath {
+	var none T // ""
+	if f.DirPath != "" && source == b.files && dirPath != none && dirPath != b.dirPath {
 		return false
 	}
 	return passTimes(b.after, b.before, tsStart, tsEnd)

@@ -277,7 +277,7 @@ func (s *Shard) vec0Search(ctx context.Context, ns string, vec []float32, f Filt
 	if err := rows.Close(); err != nil {
 		return nil, err
 	}
-	vf := compileFilter(f)
+	rf := stringFilter(f)
 	var out []Candidate
 	for _, h := range hits {
 		var id, cns, sk, sid, src, dir string
@@ -289,7 +289,7 @@ func (s *Shard) vec0Search(ctx context.Context, ns string, vec []float32, f Filt
 		if cns != ns {
 			continue
 		}
-		if vf.any && !vf.passRow(sk, sid, src, dir, nullNanos(ts0), nullNanos(ts1)) {
+		if !rf.pass(sk, sid, src, dir, nullNanos(ts0), nullNanos(ts1)) {
 			continue
 		}
 		out = append(out, Candidate{ID: id, Row: h.rowid, Score: clamp01(1 - h.dist)})

@@ -88,8 +88,7 @@ func (s *Shard) rescore(ctx context.Context, q *quantQuery, cands []vecCand, lim
 		return nil, err
 	}
 	top := make([]scored, 0, len(cands))
-	ids := make(map[int64]string, len(cands))
-	for _, c := range cands {
+	for i, c := range cands {
 		score, read := exact[c.rowid]
 		switch {
 		case !read:
@@ -97,14 +96,13 @@ func (s *Shard) rescore(ctx context.Context, q *quantQuery, cands []vecCand, lim
 		case score != score: // NaN: no vector in SQLite any more
 			continue
 		}
-		top = append(top, scored{score: score, rowid: c.rowid})
-		ids[c.rowid] = c.id
+		top = append(top, scored{score: score, pos: int32(i), rowid: c.rowid}) // pos: c's index in cands
 	}
 	sort.Slice(top, func(i, j int) bool { return better(top[i], top[j]) })
 	top = top[:min(limit, len(top))]
 	out := make([]Candidate, len(top))
 	for i, t := range top {
-		out[i] = Candidate{ID: ids[t.rowid], Row: t.rowid, Score: clamp01(float64(t.score)), Rank: i + 1}
+		out[i] = Candidate{ID: cands[t.pos].id, Row: t.rowid, Score: clamp01(float64(t.score)), Rank: i + 1}
 	}
 	return out, nil
 }

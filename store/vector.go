@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -421,21 +420,6 @@ func (vf *vecFilter) pass(sp *vecSpace, i int) bool {
 	return vf.symFilter.pass(sp.sessionKeys[i], sp.sessionIDs[i], sp.sources[i], sp.dirPaths[i], sp.tsStart[i], sp.tsEnd[i])
 }
 
-// passRow is pass for a chunk's values read from SQLite.
-func (vf *vecFilter) passRow(sessionKey, sessionID, source, dirPath string, tsStart, tsEnd int64) bool {
-	f := &vf.f
-	if f.SessionKey != "" && sessionKey != f.SessionKey || f.SessionID != "" && sessionID != f.SessionID {
-		return false
-	}
-	if len(f.Sources) > 0 && !slices.Contains(f.Sources, source) {
-		return false
-	}
-	if f.DirPath != "" && source == "files" && dirPath != f.DirPath && dirPath != "" {
-		return false
-	}
-	return passTimes(vf.after, vf.before, tsStart, tsEnd)
-}
-
 // VectorSearch returns the top limit chunks of namespace ns by cosine
 // similarity to vec, best first. It scans the in-memory int8 index (split
 // across GOMAXPROCS goroutines from 20,000 vectors) for candidates, then
@@ -454,12 +438,13 @@ func (s *Shard) VectorSearch(ctx context.Context, ns string, vec []float32, f Fi
 // VectorSearchTop is VectorSearch for a caller that needs only the first
 // exact candidates exactly: those are the exact top exact, in exact order
 // with exact scores, and the rest up to limit follow by the int8
-// approximation of their cosine (within errMargin of it, about 0.005 at
-// 384 dims), read from memory instead of from SQLite. A search's fusion
-// takes its vector candidates past the hits it returns by rank, where
-// such an error moves a candidate past a near tie at most; each vector
-// read from SQLite cost 30–70 µs at 1,000,000 chunks on this project's
-// box (BENCHMARKS.md, eleventh session). exact is clamped to [1, limit].
+// approximation of their cosine (within errMargin of it, a few
+// thousandths of a cosine at 384 dims), read from memory instead of from
+// SQLite. A search's fusion takes its vector candidates past the hits it
+// returns by rank, where such an error moves a candidate past a near tie
+// at most; each vector read from SQLite cost 55–77 µs at 1,000,000 chunks
+// on this project's box, the readers' maps cold (BENCHMARKS.md, eleventh
+// session). exact is clamped to [1, limit].
 func (s *Shard) VectorSearchTop(ctx context.Context, ns string, vec []float32, f Filter, limit, exact int) ([]Candidate, error) {
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("vector search: %w", err)
