@@ -3,6 +3,7 @@ package memindex_test
 import (
 	"context"
 	"math/rand/v2"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -152,6 +153,30 @@ func checkPartitions(t *testing.T, p int, names []string) {
 			if n == 0 {
 				t.Fatalf("P=%d: partition %d got none of %d namespaces", p, q, len(names))
 			}
+		}
+	}
+}
+
+// TestValidNamespaceIsItsPattern checks ValidNamespace against the pattern
+// its documentation gives, on the edge cases and on random strings over an
+// alphabet of valid bytes, invalid ASCII, multi-byte runes and bytes that
+// are not UTF-8.
+func TestValidNamespaceIsItsPattern(t *testing.T) {
+	re := regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	cases := []string{"", "a", "A", "0", "_", "-", strings.Repeat("z", 64), strings.Repeat("z", 65), "a.b", "a b", "a*", "a>", "é",
+		"a\x00", "\xff", "Z9_-", "@", "[", "`", "{", "/", ":"}
+	r := rand.New(rand.NewPCG(7, 7))
+	alphabet := []string{"a", "Z", "0", "9", "_", "-", ".", " ", "*", "é", "中", "\xff", "@", "[", "`", "{", "/", ":"}
+	for range 20000 {
+		var b strings.Builder
+		for range r.IntN(70) {
+			b.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		cases = append(cases, b.String())
+	}
+	for _, ns := range cases {
+		if got, want := memindex.ValidNamespace(ns), re.MatchString(ns); got != want {
+			t.Fatalf("ValidNamespace(%q) = %v, the pattern says %v", ns, got, want)
 		}
 	}
 }
