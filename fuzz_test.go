@@ -68,6 +68,27 @@ func FuzzDecodeEvent(f *testing.F) {
 		"\xff{",
 		`[]`,
 		`null`,
+		// where a JSON decoder could part from encoding/json (DecodeEvent's
+		// fast decoder must accept nothing else, and decode the same)
+		`{"TYPE":"message","SessionKey":"k","sessionid":"s","SEQ":1,"Text":"case-insensitive names"}`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"first","text":"last wins"}`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1e2,"text":"exponent"}`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1.0,"text":"fraction"}`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":-0,"text":"minus zero"}`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":99999999999999999999,"text":"overflow"}`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":01,"text":"leading zero"}`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"\uD83D\uDE00 pair, \uDE00 lone low, \u0000 nul, \/ solidus"}`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"tab	raw"}`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":null,"tags":null}`,
+		`{"type":"record.upserted","id":"r","text":"t","tags":["a",1]}`,
+		`{"type":"record.upserted","id":"r","text":"t","tags":"a"}`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"x","extra":{"deep":[1,{"a":null}]}}`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"x"}   ` + "\n",
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"x"}x`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"x",}`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":true,"text":"x"}`,
+		` {"type":"session.deleted","sessionKey":"k"}`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"x"`,
 	} {
 		f.Add([]byte(s), uint16(0), uint16(0))
 		f.Add([]byte(s), uint16(5), uint16(7))
@@ -75,6 +96,11 @@ func FuzzDecodeEvent(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte, text, session uint16) {
 		l := fuzzLimits(text, session)
 		e, err := l.DecodeEvent(b)
+		// The same verdict, event and error as with encoding/json alone.
+		want, wantErr := decodeEventWithStd(l, b)
+		if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) || !reflect.DeepEqual(e, want) {
+			t.Fatalf("DecodeEvent(%q) = %+v, %v; encoding/json alone: %+v, %v", b, e, err, want, wantErr)
+		}
 		if err != nil {
 			rejectedAsTyped(t, "DecodeEvent()", err)
 			return
@@ -99,6 +125,9 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 		if len(again) <= w.MaxEventBytes {
 			e2, err := l.DecodeEvent(again)
+			if len(e.Tags) == 0 && len(e2.Tags) == 0 { // "tags":[] re-encodes as no tags
+				e2.Tags = e.Tags
+			}
 			if err != nil || !reflect.DeepEqual(e, e2) {
 				t.Fatalf("re-decoding %s: %+v, %v; want %+v", again, e2, err, e)
 			}
@@ -169,4 +198,20 @@ func FuzzSearchRequest(f *testing.F) {
 			t.Fatalf("second NormalizeSearch()=%v, %+v; want nil, %+v", err, again, r)
 		}
 	})
+}
+
+// decodeEventWithStd is DecodeEvent with encoding/json as its only decoder.
+func decodeEventWithStd(l Limits, data []byte) (Event, error) {
+	l = l.WithDefaults()
+	if err := l.checkPayload(data); err != nil {
+		return Event{}, err
+	}
+	e, err := decodeEventStd(data)
+	if err != nil {
+		return e, err
+	}
+	if e.ID == "" {
+		e.ID = e.MessageID
+	}
+	return e, l.ValidateEvent(&e)
 }
