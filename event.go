@@ -84,8 +84,10 @@ func (l Limits) DecodeEvent(data []byte) (Event, error) {
 	// fifth of encoding/json's time for an event; a payload it refuses is
 	// decoded again by encoding/json, whose errors are the ones reported.
 	// FuzzDecodeEvent checks that what it accepts, encoding/json accepts
-	// as the same event.
-	if fastjson.Unmarshal(data, &e) != nil {
+	// as the same event. It recurses without a bound (a megabyte of "["
+	// took 512 MB of stack), so a payload nested deeper than any event
+	// goes to encoding/json, which refuses past 10,000 levels.
+	if nestedOver(data, maxFastNesting) || fastjson.Unmarshal(data, &e) != nil {
 		var err error
 		if e, err = decodeEventStd(data); err != nil {
 			return e, err
@@ -107,6 +109,42 @@ func (l Limits) checkPayload(data []byte) error {
 		return fmt.Errorf("event is not valid UTF-8 (at byte %d): %w", invalidUTF8At(data), ErrInvalid)
 	}
 	return nil
+}
+
+// maxFastNesting is the deepest payload DecodeEvent gives segmentio's
+// decoder; an event is 3 levels deep (its object, tags, a tag), and
+// unknown fields may add some.
+const maxFastNesting = 32
+
+// nestedOver reports whether data opens more than limit objects and arrays
+// at once, reading it as a JSON lexer does (brackets inside strings do not
+// count). It only chooses a decoder: on malformed input it may say more,
+// never less, than a decoder reaches before it stops at the first error.
+func nestedOver(data []byte, limit int) bool {
+	depth, inStr := 0, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inStr {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '{', '[':
+			if depth++; depth > limit {
+				return true
+			}
+		case '}', ']':
+			depth = max(depth-1, 0) // more closers than openers: malformed, never less deep
+		}
+	}
+	return false
 }
 
 // decodeEventStd decodes data with encoding/json: one JSON object and

@@ -2,6 +2,7 @@ package memindex
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -112,5 +113,57 @@ func TestPartition(t *testing.T) {
 	}
 	if got := Partition("x", 0); got != 0 {
 		t.Fatalf("Partition(x, 0)=%d, want 0", got)
+	}
+}
+
+// TestDeepEventsSkipTheFastDecoder checks that a payload nested deeper than
+// any event is decoded by encoding/json, which refuses it at its depth
+// limit, not by the fast decoder, which would recurse through it (a
+// megabyte of "[" took it 512 MB of stack).
+func TestDeepEventsSkipTheFastDecoder(t *testing.T) {
+	deep := []byte(`{"type":"message","x":` + strings.Repeat("[", MaxEventBytes-64))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var err error
+	done := make(chan struct{})
+	go func() { // a fresh stack, read while it is still this size
+		defer close(done)
+		_, err = DecodeEvent(deep)
+		runtime.ReadMemStats(&after)
+	}()
+	<-done
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "exceeded max depth") {
+		t.Fatalf("DecodeEvent(a megabyte of [) = %v, want encoding/json's depth error wrapping ErrInvalid", err)
+	}
+	if grew := int64(after.StackInuse) - int64(before.StackInuse); grew > 64<<20 {
+		t.Fatalf("decoding a megabyte of [ took %d MiB more stack, want the fast decoder kept out of it", grew>>20)
+	}
+	// Nested as deep as the fast decoder takes, and one level deeper:
+	// both decode (unknown fields are ignored).
+	for _, levels := range []int{31, 40} {
+		line := `{"type":"session.deleted","sessionKey":"k","x":` + strings.Repeat(`[`, levels) + strings.Repeat(`]`, levels) + `}`
+		if e, err := DecodeEvent([]byte(line)); err != nil || e.SessionKey != "k" {
+			t.Fatalf("DecodeEvent(%d levels) = %+v, %v", levels, e, err)
+		}
+	}
+}
+
+func TestNestedOver(t *testing.T) {
+	deep := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	for _, c := range []struct {
+		in   string
+		over bool
+	}{
+		{deep(32), false},
+		{deep(33), true},
+		{`{"a":"` + strings.Repeat("[", 40) + `"}`, false},             // inside a string
+		{`{"a":"\"` + strings.Repeat("{", 40) + `"}`, false},           // after an escaped quote, still inside
+		{`{"a":"\\"` + strings.Repeat("[", 40), true},                  // an escaped backslash ends the string
+		{strings.Repeat("]", 40) + strings.Repeat("[", 33), true},      // stray closers do not hide openers
+		{`{"a":[` + deep(30) + `],"b":{"c":` + deep(30) + `}}`, false}, // siblings do not add up
+	} {
+		if got := nestedOver([]byte(c.in), maxFastNesting); got != c.over {
+			t.Errorf("nestedOver(%.60q) = %v, want %v", c.in, got, c.over)
+		}
 	}
 }
