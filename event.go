@@ -84,10 +84,8 @@ func (l Limits) DecodeEvent(data []byte) (Event, error) {
 	// fifth of encoding/json's time for an event; a payload it refuses is
 	// decoded again by encoding/json, whose errors are the ones reported.
 	// FuzzDecodeEvent checks that what it accepts, encoding/json accepts
-	// as the same event. It recurses without a bound (a megabyte of "["
-	// took 512 MB of stack), so a payload nested deeper than any event
-	// goes to encoding/json, which refuses past 10,000 levels.
-	if nestedOver(data, maxFastNesting) || fastjson.Unmarshal(data, &e) != nil {
+	// as the same event. Some payloads skip it (fastDecodable).
+	if !fastDecodable(data) || fastjson.Unmarshal(data, &e) != nil {
 		var err error
 		if e, err = decodeEventStd(data); err != nil {
 			return e, err
@@ -110,6 +108,20 @@ func (l Limits) checkPayload(data []byte) error {
 	}
 	return nil
 }
+
+// fastDecodable reports whether DecodeEvent may give data to segmentio's
+// decoder. Not when it is nested deeper than any event: that decoder
+// recurses without a bound (a megabyte of "[" took it 512 MB of stack),
+// where encoding/json refuses past 10,000 levels. Nor when it holds U+017F
+// (ſ) or U+212A (the Kelvin sign), raw or escaped: encoding/json matches
+// names with Unicode case folding, under which those are "s" and "k"
+// ("ſessionKey" sets SessionKey), and segmentio's decoder does not.
+func fastDecodable(data []byte) bool {
+	return !nestedOver(data, maxFastNesting) && !bytes.Contains(data, longS) && !bytes.Contains(data, kelvin) &&
+		!bytes.Contains(data, []byte(`\u017`)) && !bytes.Contains(data, []byte(`\u212`)) // either, escaped (a few more)
+}
+
+var longS, kelvin = []byte("\u017f"), []byte("\u212a")
 
 // maxFastNesting is the deepest payload DecodeEvent gives segmentio's
 // decoder; an event is 3 levels deep (its object, tags, a tag), and

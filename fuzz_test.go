@@ -88,6 +88,14 @@ func FuzzDecodeEvent(f *testing.F) {
 		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"x",}`,
 		`{"type":"message","sessionKey":"k","sessionId":"s","seq":true,"text":"x"}`,
 		` {"type":"session.deleted","sessionKey":"k"}`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"lower","Text":"upper wins"}`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"t\u0065xt":"an escaped name","ſessionKey":"long s"}`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"x","tags":["a"],"tags":[]}`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"x","\u017FessionId":"escaped long s","\u212Aey":"kelvin"}`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"x","sessionId":"s2","ſpeaker":"long s","ſeq":2}`,
+		`{"type":"message","Key":"k","sessionKey":"k","sessionId":"s","seq":1,"text":"kelvin Kelvin"}`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"x","seq":2}`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1 ,"text" : "spaces" }`,
 		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"x"`,
 	} {
 		f.Add([]byte(s), uint16(0), uint16(0))
