@@ -117,11 +117,20 @@ func (l Limits) checkPayload(data []byte) error {
 // names with Unicode case folding, under which those are "s" and "k"
 // ("ſessionKey" sets SessionKey), and segmentio's decoder does not.
 func fastDecodable(data []byte) bool {
-	return !nestedOver(data, maxFastNesting) && !bytes.Contains(data, longS) && !bytes.Contains(data, kelvin) &&
-		!bytes.Contains(data, []byte(`\u017`)) && !bytes.Contains(data, []byte(`\u212`)) // either, escaped (a few more)
+	if nestedOver(data, maxFastNesting) {
+		return false
+	}
+	for _, r := range foldedToASCII {
+		if bytes.Contains(data, r) {
+			return false
+		}
+	}
+	return true
 }
 
-var longS, kelvin = []byte("\u017f"), []byte("\u212a")
+// foldedToASCII are ſ and the Kelvin sign, raw, and the start of their
+// \u escapes (which also keeps a few neighbours from the fast decoder).
+var foldedToASCII = [][]byte{[]byte("\u017f"), []byte("\u212a"), []byte(`\u017`), []byte(`\u212`)}
 
 // maxFastNesting is the deepest payload DecodeEvent gives segmentio's
 // decoder; an event is 3 levels deep (its object, tags, a tag), and
