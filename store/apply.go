@@ -47,8 +47,8 @@ const (
 	sqlUpsertFile       = `INSERT INTO files(namespace, path, dir_path, content_hash, content, updated_at) VALUES (?, ?, ?, ?, ?, unixepoch())
 		ON CONFLICT(namespace, path) DO UPDATE SET dir_path = excluded.dir_path, content_hash = excluded.content_hash,
 		content = excluded.content, updated_at = excluded.updated_at`
-	sqlFTSInsert   = `INSERT INTO chunks_fts(rowid, fts_body, ns, fts_words, fts_ctx, sk) VALUES (?, ?, ?, ?, ?, ?)`
-	sqlFTSDelete   = `INSERT INTO chunks_fts(chunks_fts, rowid, fts_body, ns, fts_words, fts_ctx, sk) VALUES ('delete', ?, ?, ?, ?, ?, ?)`
+	sqlFTSInsert   = `INSERT INTO chunks_fts(rowid, fts_body, ns, fts_words, sk) VALUES (?, ?, ?, ?, ?)`
+	sqlFTSDelete   = `INSERT INTO chunks_fts(chunks_fts, rowid, fts_body, ns, fts_words, sk) VALUES ('delete', ?, ?, ?, ?, ?)`
 	sqlVecInsert   = `INSERT INTO vec_chunks(rowid, embedding) VALUES (?, ?)`
 	sqlVecDelete   = `DELETE FROM vec_chunks WHERE rowid = ?`
 	sqlSetHasVec   = `UPDATE chunks SET has_vector = 1 WHERE rowid = ?`
@@ -543,8 +543,8 @@ func validateBatch(b *Batch, dims int) error {
 }
 
 // deletedChunk is a row returned by a DELETE ... RETURNING on chunks; text
-// words and ctx are its FTS values (fts_body, fts_words, fts_ctx) for the
-// 'delete'.
+// and words are its FTS values (fts_body, fts_words) for the 'delete', ctx
+// (fts_ctx) what the keyword index holds besides.
 type deletedChunk struct {
 	rowid     int64
 	text      string
@@ -585,7 +585,7 @@ func (w *writer) deleteSession(ref SessionRef) error {
 
 // dropChunkIndexes removes the FTS row and vector of a deleted chunk.
 func (w *writer) dropChunkIndexes(ns string, d deletedChunk) error {
-	if _, err := w.st(w.ws.ftsDelete).ExecContext(w.ctx, d.rowid, d.text, nsToken(ns), d.words, d.ctx, d.sk); err != nil {
+	if _, err := w.st(w.ws.ftsDelete).ExecContext(w.ctx, d.rowid, d.text, nsToken(ns), d.words, d.sk); err != nil {
 		return fmt.Errorf("fts delete: %w", err)
 	}
 	w.addKWOp(kwOp{doc: kwDoc{rowid: d.rowid, ns: ns, body: d.text, words: d.words.String, ctx: d.ctx}})
@@ -782,7 +782,7 @@ func (w *writer) insertChunk(c *Chunk) error {
 	if err != nil {
 		return err
 	}
-	if _, err := w.st(w.ws.ftsInsert).ExecContext(w.ctx, rowid, fi.body, nsToken(c.Namespace), fi.words, cbody, skToken(c.SessionKey)); err != nil {
+	if _, err := w.st(w.ws.ftsInsert).ExecContext(w.ctx, rowid, fi.body, nsToken(c.Namespace), fi.words, skToken(c.SessionKey)); err != nil {
 		return fmt.Errorf("fts insert: %w", err)
 	}
 	words, _ := fi.words.(string)
@@ -903,7 +903,8 @@ func (w *writer) upsertFile(f *FileUpsert) error {
 }
 
 // dropDeleted reads the rows of a DELETE ... RETURNING rowid, fts_body,
-// fts_words, fts_ctx, has_vector on chunks and removes their FTS rows and vectors.
+// fts_words, fts_ctx, sk, has_vector, sid on chunks and removes their FTS
+// rows, keyword index entries and vectors.
 func (w *writer) dropDeleted(ns string, rows *sql.Rows) error {
 	var dels []deletedChunk
 	for rows.Next() {

@@ -145,8 +145,8 @@ func TestCheckFindsAChunkIDStoredTwice(t *testing.T) {
 	mustCheck(t, s)
 	execAll(t, s.w, `INSERT INTO chunks(sid, id, namespace, source, session_key, session_id, seq_start, seq_end, part, text, context, fts_ver)
 		SELECT sid, id, namespace, source, session_key, session_id, seq_start, seq_end, part, text, context, fts_ver FROM chunks WHERE rowid = 1`,
-		`INSERT INTO chunks_fts(rowid, fts_body, ns, fts_words, fts_ctx, sk)
-		SELECT rowid, fts_body, ns, fts_words, fts_ctx, sk FROM chunks WHERE rowid = (SELECT max(rowid) FROM chunks)`)
+		`INSERT INTO chunks_fts(rowid, fts_body, ns, fts_words, sk)
+		SELECT rowid, fts_body, ns, fts_words, sk FROM chunks WHERE rowid = (SELECT max(rowid) FROM chunks)`)
 	if err := s.Check(context.Background()); !errorsIs(err, ErrInconsistent) || !strings.Contains(err.Error(), "1 chunk ids stored more than once") {
 		t.Fatalf("Check() with a chunk stored twice = %v, want ErrInconsistent naming it", err)
 	}

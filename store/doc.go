@@ -74,10 +74,12 @@
 //   - After Open every chunk is in the FTS index, indexed from the values
 //     stored with it (fts_body, ns, fts_words), which Apply also uses to
 //     delete its FTS row: the index always agrees with chunks (Check).
-//   - The keyword index holds exactly the rows of chunks_fts, tokenized by
-//     FTS5's own tokenizer, and ranks a query with FTS5's bm25() scores or
-//     says it cannot (then FTS5 ranks it); it is changed only after a commit,
-//     in commit order.
+//   - The keyword index holds exactly the rows of chunks_fts, and each
+//     row's context besides (fts_ctx, which chunks_fts does not index since
+//     migration 0011), tokenized by FTS5's own tokenizer, and ranks a query
+//     with the scores FTS5's bm25() gives over those columns or says it
+//     cannot (then FTS5 ranks it, without the context); it is changed only
+//     after a commit, in commit order.
 //   - A chunk flagged with a vector has exactly one, in the table of the
 //     shard's vector mode; the other table holds none (a vec_chunks left
 //     behind in go-scan is stale and emptied when sqlite-vec returns).

@@ -17,15 +17,20 @@ const (
 	snippetTokens = 16
 )
 
-// ftsColumns is the FTS5 column filter a keyword query searches: the text as
-// the index sees it (fts_body: chunks.text, or its segmented form for CJK),
-// the extra CJK index words (fts_words), see indexForm, and the chunk's
-// context (fts_ctx, at half weight: migration 0006).
-const ftsColumns = `{fts_body fts_words fts_ctx}`
+// ftsColumns is the FTS5 column filter a keyword query ranked by FTS5
+// searches: the text as the index sees it (fts_body: chunks.text, or its
+// segmented form for CJK) and the extra CJK index words (fts_words), see
+// indexForm. chunks_fts has no context column since migration 0011; the
+// keyword index ranks with it (kwindex.go). Tests set it to a filter with
+// the context to compare the index with FTS5 (contextFTS).
+var ftsColumns = `{fts_body fts_words}`
 
 // KeywordSearch returns the top limit chunks of namespace ns matching text by
-// FTS5 BM25, best first, with filters applied in SQL. The text is turned into
-// a query by BuildMatch (no searchable term: no result, no error). Isolation
+// BM25 as FTS5 computes it (over the text, its extra words and, at half
+// weight, its context: the keyword index, kwindex.go; over the text and its
+// words only when FTS5 ranks a query the index cannot), best first. The
+// text is turned into a query by BuildMatch (no searchable term: no
+// result, no error). Filters apply in the index or in SQL. Isolation
 // is exact: the MATCH is confined to the namespace's FTS token and every row
 // is checked against chunks.namespace. Score is keywordScore(rank), in
 // [0,1) (see keywordScore); the snippet (Candidate.SnippetFor) marks
@@ -68,7 +73,8 @@ func (s *Shard) KeywordSearch(ctx context.Context, ns, text string, f Filter, li
 
 // keywordFTS is KeywordSearch ranked by FTS5 (the keyword index cannot
 // rank the query exactly, or it is off): common terms are pruned to the
-// row budget (prune.go).
+// row budget (prune.go), and the chunks' context weighs nothing, for
+// chunks_fts does not hold it (migration 0011).
 func (s *Shard) keywordFTS(ctx context.Context, ns string, terms, names []string, f Filter, limit int) ([]Candidate, error) {
 	boost, boostArgs := speakerCase(names)
 	terms, matching, err := s.df.prune(ctx, s.r, terms, s.sizes.shardTotal())

@@ -14,22 +14,30 @@ import (
 	"github.com/sourcegraph/conc"
 )
 
-// The keyword index: an in-memory inverted index of chunks_fts, so that a
-// keyword search ranks the top k by exactly the BM25 that FTS5's rank
-// computes without scoring every row that matches one of its terms.
+// The keyword index: an in-memory inverted index of the chunks' keyword
+// columns, so that a keyword search ranks the top k by exactly the BM25
+// that FTS5's rank computes over them without scoring every row that
+// matches one of its terms.
 //
-// FTS5 stays the durable copy and the tokenizer of record: the index holds
-// the tokens FTS5's own tokenizer makes of the very column values chunks_fts
-// indexes (fts5tok.go), and the statistics FTS5's bm25() reads — rows in
-// the table, tokens in every column of every row, rows that hold a token in
-// a searched column. It is loaded at Open and updated after every commit
-// that changes chunks_fts, in commit order (under writeMu, like the vector
-// index). Snippets and chunk ids of the hits still come from FTS5 and
-// chunks, for the top k rows only.
+// FTS5 stays the tokenizer of record: the index holds the tokens FTS5's own
+// tokenizer makes of the chunks' stored column values (fts5tok.go), and the
+// statistics FTS5's bm25() reads for a table over (fts_body, ns, fts_words,
+// fts_ctx, sk) — chunks_fts as migration 0007 made it, which the tests
+// build to compare with (contextFTS) — rows in the table, tokens in every
+// column of every row, rows that hold a token in a searched column. Since
+// migration 0011 chunks_fts itself indexes no context (fts_ctx): the
+// context repeats each message's text in the next chunks and tripled what
+// FTS5 wrote at every commit. chunks_fts, the durable index of the chunks'
+// text, ranks the queries this index cannot (the fallback) without it.
+// The index is loaded at Open from chunks and updated after every commit
+// that changes chunks, in commit order (under writeMu, like the vector
+// index). Snippets and chunk ids of the hits come from chunks, for the top
+// k rows only.
 //
 // The ranking (FTS5's fts5Bm25Function, fts5_aux.c) for the MATCH that
 // KeywordSearch builds — phrases p = the query's terms, in the columns
-// {fts_body fts_words fts_ctx}, weights 1, 1 and 0.5 (migration 0007):
+// {fts_body fts_words fts_ctx}, weights 1, 1 and 0.5 (migration 0007;
+// chunks_fts has no fts_ctx since 0011):
 //
 //	idf(p)   = ln((N - n(p) + 0.5) / (n(p) + 0.5)), at least 1e-6
 //	f(p,d)   = Σ over p's instances in d of its column's weight
@@ -117,7 +125,8 @@ type kwPost struct {
 }
 
 // kwDoc is a row as the index takes it: the chunk's fields a search
-// filters on and the column values chunks_fts indexes.
+// filters on and its keyword column values (chunks_fts indexes all but
+// ctx).
 type kwDoc struct {
 	rowid                     int64
 	id                        string // chunks.id (adds only)

@@ -126,13 +126,35 @@ func kwCases(r *rand.Rand, n int) []kwCase {
 	return out
 }
 
+// contextFTS makes chunks_fts, until restore is called, an FTS5 table over
+// the chunks' keyword columns with their context (fts_ctx, at half weight)
+// — chunks_fts as migration 0007 made it, whose ranking the keyword index
+// computes — built from chunks, and ftsColumns the filter with the
+// context; restore puts the shard's own table back. Nothing may be
+// applied to the shard in between.
+func contextFTS(t *testing.T, s *Shard) (restore func()) {
+	t.Helper()
+	execAll(t, s.w, `ALTER TABLE chunks_fts RENAME TO chunks_fts_own`,
+		`CREATE VIRTUAL TABLE chunks_fts USING fts5(fts_body, ns, fts_words, sk, fts_ctx,
+			content = 'chunks', content_rowid = 'rowid', tokenize = 'porter unicode61 remove_diacritics 2')`,
+		`INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('rank', 'bm25(1.0, 0.0, 1.0, 0.0, 0.5)')`,
+		`INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')`)
+	cols := ftsColumns
+	ftsColumns = `{fts_body fts_words fts_ctx}`
+	return func() {
+		ftsColumns = cols
+		execAll(t, s.w, `DROP TABLE chunks_fts`, `ALTER TABLE chunks_fts_own RENAME TO chunks_fts`)
+	}
+}
+
 // compareWithFTS ranks every case with the keyword index and with FTS5
-// (nothing pruned) and fails on any difference: the same scores in the
-// same order and the same chunks (rows of equal score may come in either
-// order).
+// over the same columns (contextFTS; nothing pruned) and fails on any
+// difference: the same scores in the same order and the same chunks (rows
+// of equal score may come in either order).
 func compareWithFTS(t *testing.T, s *Shard, cases []kwCase) (indexed int) {
 	t.Helper()
 	ctx := context.Background()
+	defer contextFTS(t, s)()
 	s.df.budget = math.MaxInt64 / 16 // FTS5 ranks every matching row, as the index does
 	kw := s.kw.Load()
 	if kw == nil {
@@ -251,14 +273,15 @@ func TestKeywordIndexRanksAsFTS5(t *testing.T) {
 }
 
 // TestKeywordIndexStatisticsAreFTS5s checks the figures BM25 reads against
-// FTS5's own: rows, tokens of every column (chunks_fts_docsize) and rows
-// holding a token (fts5vocab).
+// FTS5's own over the same columns (contextFTS): rows, tokens of every
+// column (chunks_fts_docsize) and rows holding a token (fts5vocab).
 func TestKeywordIndexStatisticsAreFTS5s(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, testDims)
 	r := rand.New(rand.NewPCG(11, 12))
 	kwCorpus(t, s, r, 25)
 	mustApply(t, s, Batch{DeleteSessions: []SessionRef{{Namespace: "n1", SessionKey: "k1"}}})
+	defer contextFTS(t, s)()
 	kw := s.kw.Load()
 	var rows int64
 	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM chunks`).Scan(&rows); err != nil {

@@ -393,7 +393,7 @@ func newFTSIndexed(text string) ftsIndexed {
 
 // contextIndexForm returns what the index holds for a chunk's context:
 // chunks.ctx_seg (nil for NULL: the context is indexed as it is), the text
-// the FTS row indexes as fts_ctx, and whether it has CJK characters (then
+// the keyword index holds as fts_ctx, and whether it has CJK characters (then
 // the chunk's fts_ver must be tokenizerVersion, so that a tokenizer change
 // re-indexes it). Its segmented form and extra words share the one column:
 // both weigh as context.

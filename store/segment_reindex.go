@@ -16,7 +16,7 @@ const reindexBatch = 500
 // It runs at Open, before anything else reads or writes the shard. Nothing
 // happens when meta 'tokenizer' already records the version; otherwise
 // every chunk that is not in the index yet (fts_ver NULL: after migration
-// 0004 or 0006) or holds CJK words of another version is rewritten: its FTS row
+// 0004, 0006, 0007 or 0011) or holds CJK words of another version is rewritten: its FTS row
 // deleted with its stored values, fts_seg/fts_words/fts_ver recomputed, its
 // FTS row inserted. Chunks without CJK text (fts_ver 0) are not touched.
 // Each batch of reindexBatch chunks is one transaction, so a crash loses
@@ -77,12 +77,11 @@ func reindexBatchTx(ctx context.Context, db *sql.DB, after int64) (n, last int64
 		text, body string
 		words      sql.NullString
 		context    string
-		ctxBody    string
 		ns         string
 		sk         string
 		ver        sql.NullInt64
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT rowid, text, fts_body, fts_words, context, fts_ctx, ns, sk, fts_ver FROM chunks
+	rows, err := tx.QueryContext(ctx, `SELECT rowid, text, fts_body, fts_words, context, ns, sk, fts_ver FROM chunks
 		WHERE rowid > ? AND `+staleFTS+` ORDER BY rowid LIMIT ?`, after, tokenizerVersion, reindexBatch)
 	if err != nil {
 		return 0, 0, err
@@ -90,7 +89,7 @@ func reindexBatchTx(ctx context.Context, db *sql.DB, after int64) (n, last int64
 	var batch []row
 	for rows.Next() {
 		var r row
-		if err := rows.Scan(&r.rowid, &r.text, &r.body, &r.words, &r.context, &r.ctxBody, &r.ns, &r.sk, &r.ver); err != nil {
+		if err := rows.Scan(&r.rowid, &r.text, &r.body, &r.words, &r.context, &r.ns, &r.sk, &r.ver); err != nil {
 			rows.Close()
 			return 0, 0, err
 		}
@@ -119,19 +118,19 @@ func reindexBatchTx(ctx context.Context, db *sql.DB, after int64) (n, last int64
 	defer upd.Close()
 	for _, r := range batch {
 		if r.ver.Valid { // in the index: delete it with the values it was indexed with
-			if _, err := del.ExecContext(ctx, r.rowid, r.body, r.ns, r.words, r.ctxBody, r.sk); err != nil {
+			if _, err := del.ExecContext(ctx, r.rowid, r.body, r.ns, r.words, r.sk); err != nil {
 				return 0, 0, fmt.Errorf("fts delete %d: %w", r.rowid, err)
 			}
 		}
 		fi := newFTSIndexed(r.text)
-		cseg, cbody, ccjk := contextIndexForm(r.context)
+		cseg, _, ccjk := contextIndexForm(r.context)
 		if ccjk {
 			fi.ver = tokenizerVersion
 		}
 		if _, err := upd.ExecContext(ctx, fi.seg, fi.words, fi.ver, cseg, r.rowid); err != nil {
 			return 0, 0, err
 		}
-		if _, err := ins.ExecContext(ctx, r.rowid, fi.body, r.ns, fi.words, cbody, r.sk); err != nil {
+		if _, err := ins.ExecContext(ctx, r.rowid, fi.body, r.ns, fi.words, r.sk); err != nil {
 			return 0, 0, fmt.Errorf("fts insert %d: %w", r.rowid, err)
 		}
 	}

@@ -168,8 +168,8 @@ func openSegDB(tb testing.TB) *sql.DB {
 	db.SetMaxOpenConns(1)
 	tb.Cleanup(func() { db.Close() })
 	if _, err := db.Exec(`CREATE TABLE chunks(rowid INTEGER PRIMARY KEY, text TEXT NOT NULL, ns TEXT NOT NULL,
-		fts_seg TEXT, fts_words TEXT, fts_body TEXT GENERATED ALWAYS AS (coalesce(fts_seg, text)) VIRTUAL, fts_ctx TEXT NOT NULL DEFAULT '', sk TEXT NOT NULL DEFAULT '');
-		CREATE VIRTUAL TABLE chunks_fts USING fts5(fts_body, ns, fts_words, fts_ctx, sk, content = 'chunks', content_rowid = 'rowid',
+		fts_seg TEXT, fts_words TEXT, fts_body TEXT GENERATED ALWAYS AS (coalesce(fts_seg, text)) VIRTUAL, sk TEXT NOT NULL DEFAULT '');
+		CREATE VIRTUAL TABLE chunks_fts USING fts5(fts_body, ns, fts_words, sk, content = 'chunks', content_rowid = 'rowid',
 		tokenize = 'porter unicode61 remove_diacritics 2')`); err != nil {
 		tb.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func FuzzSegmentRoundTrip(f *testing.F) {
 		if _, err := ins.Exec(text, fi.seg, fi.words); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ftsIns.Exec(1, fi.body, "n610", fi.words, "", "k0"); err != nil {
+		if _, err := ftsIns.Exec(1, fi.body, "n610", fi.words, "k0"); err != nil {
 			t.Fatal(err)
 		}
 		if s, ok := fi.seg.(string); ok && !strings.Contains(text, wordSep) && strings.ReplaceAll(s, wordSep, "") != text {
