@@ -42,9 +42,11 @@ var ftsColumns = `{fts_body fts_words}`
 // A query made only of stop words of those languages has no term: no
 // result, no error.
 //
-// When every query term is so common that ranking all its matches would
-// exceed the row budget, only the newest matching chunks are ranked and the
-// results come with a *PartialError that says so.
+// An answer FTS5 ranks (the index cannot rank the query, is loading at
+// start or was dropped) comes with a *PartialError that says so and why:
+// FTS5 ranks it without the context. When every query term is then so
+// common that ranking all its matches would exceed the row budget, only
+// the newest matching chunks are ranked, and the reason says that too.
 func (s *Shard) KeywordSearch(ctx context.Context, ns, text string, f Filter, limit int) ([]Candidate, error) {
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("keyword search: %w", err)
@@ -61,14 +63,48 @@ func (s *Shard) KeywordSearch(ctx context.Context, ns, text string, f Filter, li
 	// The speakers the query names, before pruning drops their names as
 	// common terms (a speaker is on half of a chat's lines).
 	names := s.speakers.named(ns, text, terms)
+	var why string // why FTS5 ranks it
 	if kw := s.kw.Load(); kw != nil {
 		out, err := s.keywordIndexed(kw, ns, terms, names, f, limit)
-		var why kwUnsupported
-		if !errors.As(err, &why) {
+		var no kwUnsupported
+		if !errors.As(err, &no) {
 			return out, err
 		}
+		why = string(no)
+	} else {
+		why = s.kwAbsent()
 	}
-	return s.keywordFTS(ctx, ns, terms, names, f, limit)
+	out, err := s.keywordFTS(ctx, ns, terms, names, f, limit)
+	return out, rankedByFTS(err, why)
+}
+
+// kwAbsent says why the shard has no keyword index: it is loading, or it
+// was dropped and why.
+func (s *Shard) kwAbsent() string {
+	if s.kwl.isLoading() {
+		return "keyword index loading"
+	}
+	if why, _ := s.kwDropped.Load().(string); why != "" {
+		return "keyword index dropped: " + why
+	}
+	return "no keyword index"
+}
+
+// rankedByFTS flags an answer FTS5 ranked instead of the keyword index
+// (why: the reason) as partial: chunks_fts holds no context (migration
+// 0011), so the context weighs nothing in it and a chunk that matches only
+// by its context is not found. err is keywordFTS's: a *PartialError
+// gets the reason added, another error stands as it is.
+func rankedByFTS(err error, why string) error {
+	reason := "ranked by FTS5, without the chunks' context (" + why + ")"
+	var p *PartialError
+	switch {
+	case err == nil:
+		return &PartialError{Reason: reason}
+	case errors.As(err, &p):
+		return &PartialError{Reason: reason + "; " + p.Reason}
+	}
+	return err
 }
 
 // keywordFTS is KeywordSearch ranked by FTS5 (the keyword index cannot

@@ -144,7 +144,7 @@ func (s *Shard) applyKeywordIndex(ops []kwOp, toks []kwTokens, tokErr error) {
 func (s *Shard) keywordIndexed(kw *kwIndex, ns string, terms, names []string, f Filter, limit int) ([]Candidate, error) {
 	for _, n := range names {
 		if len(n) > speakerHeadMax || strings.Contains(n, ": ") {
-			return nil, kwUnsupported(fmt.Sprintf("speaker %q", n))
+			return nil, kwUnsupported(fmt.Sprintf("the speaker name %q is longer than the index keeps, or holds \": \"", n))
 		}
 	}
 	tok, err := getTokenizer()

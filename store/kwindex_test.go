@@ -468,14 +468,22 @@ func TestKeywordIndexDroppedFallsBackToFTS5(t *testing.T) {
 		t.Fatalf("Stats.KeywordIndex = %q, %v; want fts5 and the reason", st.KeywordIndex, err)
 	}
 	got, err := s.KeywordSearch(ctx, "n", "garden", Filter{}, 5)
-	if err != nil || len(got) != 1 || got[0].ID != "a" {
-		t.Fatalf("KeywordSearch after the drop = %v, %v", got, err)
+	if !rankedByFTSFor(err, "keyword index dropped: ") || len(got) != 1 || got[0].ID != "a" {
+		t.Fatalf("KeywordSearch after the drop = %v, %v; want a, flagged as ranked by FTS5", got, err)
 	}
 	mustApply(t, s, Batch{Rechunk: []SessionChunks{{Session: SessionRef{Namespace: "n", SessionKey: "k", SessionID: "s2"},
 		Chunks: []Chunk{{ID: "b", Text: "another garden"}}}}})
-	if got, err = s.KeywordSearch(ctx, "n", "garden", Filter{}, 5); err != nil || len(got) != 2 {
+	if got, err = s.KeywordSearch(ctx, "n", "garden", Filter{}, 5); !rankedByFTSFor(err, "keyword index dropped: ") || len(got) != 2 {
 		t.Fatalf("KeywordSearch after a later commit = %v, %v; want both", got, err)
 	}
+}
+
+// rankedByFTSFor reports whether err flags an answer as ranked by FTS5
+// for a reason that starts with why, and as nothing else.
+func rankedByFTSFor(err error, why string) bool {
+	var p *PartialError
+	return errors.As(err, &p) && errors.Is(err, ErrPartial) &&
+		strings.HasPrefix(p.Reason, "ranked by FTS5, without the chunks' context ("+why) && !strings.Contains(p.Reason, "; ")
 }
 
 // TestKeywordIndexLoadsInTheBackground: a large shard's index is built
@@ -504,8 +512,8 @@ func TestKeywordIndexLoadsInTheBackground(t *testing.T) {
 	if st, err := s.Stats(ctx); err != nil || st.KeywordIndex != "fts5: keyword index loading" {
 		t.Fatalf("Stats.KeywordIndex while loading = %q, %v", st.KeywordIndex, err)
 	}
-	if got, err := s.KeywordSearch(ctx, "n0", "garden", Filter{}, 5); err != nil || len(got) == 0 {
-		t.Fatalf("KeywordSearch while loading = %v, %v; want FTS5's hits", got, err)
+	if got, err := s.KeywordSearch(ctx, "n0", "garden", Filter{}, 5); !rankedByFTSFor(err, "keyword index loading)") || len(got) == 0 {
+		t.Fatalf("KeywordSearch while loading = %v, %v; want FTS5's hits, flagged", got, err)
 	}
 	// Commits during the load: new sessions, a deleted one, a re-chunked tail.
 	kwCorpus(t, s, rand.New(rand.NewPCG(33, 34)), 10)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -53,15 +54,15 @@ func TestKeywordSearchDropsTermsTooCommonToRank(t *testing.T) {
 		})
 	}
 	got, err := s.KeywordSearch(ctx, "ns", "common needle", Filter{}, 5)
-	if err != nil || len(got) != 1 || got[0].ID != "c7" {
-		t.Fatalf("KeywordSearch(common needle)=%v, %v; want only c7", got, err)
+	if !rankedByFTSFor(err, "no keyword index)") || len(got) != 1 || got[0].ID != "c7" {
+		t.Fatalf("KeywordSearch(common needle)=%v, %v; want only c7, flagged as ranked by FTS5", got, err)
 	}
 	// Only terms matching all 50 chunks with a budget of 10: the newest
 	// ~10 chunks are ranked, and the answer says it is partial.
 	got, err = s.KeywordSearch(ctx, "ns", "common", Filter{}, 50)
 	var pe *PartialError
-	if !errors.As(err, &pe) || !errors.Is(err, ErrPartial) {
-		t.Fatalf("KeywordSearch(common) error = %v, want a *PartialError", err)
+	if !errors.As(err, &pe) || !errors.Is(err, ErrPartial) || !strings.Contains(pe.Reason, "; ranked only the newest 10 matching chunks") {
+		t.Fatalf("KeywordSearch(common) error = %v, want a *PartialError that says it ranked the newest", err)
 	}
 	if len(got) == 0 || len(got) > 12 {
 		t.Fatalf("KeywordSearch(common) = %d hits, want about the budget of 10", len(got))
@@ -108,8 +109,8 @@ func TestKeywordWindowIsPerNamespace(t *testing.T) {
 	s.df.budget = 10
 	s.kw.Store(nil) // windows are the FTS5 path's (prune.go)
 	got, err := s.KeywordSearch(ctx, "small", "common", Filter{}, 10)
-	if err != nil {
-		t.Fatalf("KeywordSearch(small, common) error = %v, want none: all 5 matches were ranked", err)
+	if !rankedByFTSFor(err, "no keyword index)") {
+		t.Fatalf("KeywordSearch(small, common) error = %v, want only the FTS5 flag: all 5 matches were ranked", err)
 	}
 	if len(got) != 5 {
 		t.Fatalf("KeywordSearch(small, common) = %d hits (%v), want the namespace's 5", len(got), err)

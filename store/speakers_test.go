@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -88,5 +90,37 @@ func TestSessionKeyTokenKeepsTheRanking(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A speaker name the keyword index cannot match (longer than the head of
+// a row it keeps) is ranked by FTS5, still boosted, and the answer says it
+// was ranked by FTS5 and why.
+func TestKeywordSearchFlagsASpeakerTheIndexCannotMatch(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, testDims)
+	long := "Maximilian " + strings.Repeat("von Habsburg-Lothringen ", 3)
+	long = strings.TrimSpace(long)
+	if len(long) <= speakerHeadMax {
+		t.Fatalf("name of %d bytes is not longer than the index keeps", len(long))
+	}
+	ref := SessionRef{Namespace: "ns", SessionKey: "chat", SessionID: "s1"}
+	msgs := []Message{
+		{Namespace: "ns", SessionKey: "chat", SessionID: "s1", Seq: 1, Speaker: "Ben", Text: "the pottery class starts in May"},
+		{Namespace: "ns", SessionKey: "chat", SessionID: "s1", Seq: 2, Speaker: long, Text: "the pottery class starts in May"},
+	}
+	sc := SessionChunks{Session: ref}
+	for _, m := range msgs {
+		sc.Chunks = append(sc.Chunks, Chunk{ID: fmt.Sprintf("c%d", m.Seq), Namespace: "ns", Source: "sessions", SessionKey: "chat", SessionID: "s1",
+			SeqStart: m.Seq, SeqEnd: m.Seq, Text: m.Speaker + ": " + m.Text})
+	}
+	mustApply(t, s, Batch{Seq: 1, Messages: msgs, Rechunk: []SessionChunks{sc}})
+	got, err := s.KeywordSearch(ctx, "ns", "when does maximilian's pottery class start", Filter{}, 10)
+	if !rankedByFTSFor(err, "the speaker name ") || len(got) != 2 || got[0].ID != "c2" {
+		t.Fatalf("KeywordSearch naming %q = %v, %v; want c2 first, flagged as ranked by FTS5", long, ids(got), err)
+	}
+	got, err = s.KeywordSearch(ctx, "ns", "when does ben's pottery class start", Filter{}, 10)
+	if err != nil || len(got) != 2 || got[0].ID != "c1" {
+		t.Fatalf("KeywordSearch naming Ben = %v, %v; want c1 first, ranked by the index", ids(got), err)
 	}
 }
