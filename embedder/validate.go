@@ -27,18 +27,38 @@ func CheckVectors(vecs [][]float32, n, dims int) error {
 		if len(v) != want {
 			return fmt.Errorf("vector %d has %d dimensions, want %d: %w", i, len(v), want, ErrBadVector)
 		}
-		zero := true
+		if err := checkComponents(v); err != nil {
+			return fmt.Errorf("vector %d %w", i, err)
+		}
+	}
+	return nil
+}
+
+// checkComponents says what is wrong with v's components: one is NaN or
+// infinite (the first named), or all are zero (+0 or -0). It reads each
+// component's bits once (a float32 is NaN or infinite when its exponent
+// bits are all set) and looks for the first bad component only when there
+// is one: it runs on every vector a batch embeds.
+func checkComponents(v []float32) error {
+	const expMask, absMask = 0x7f800000, 0x7fffffff
+	var special bool
+	var nonzero uint32
+	for _, x := range v {
+		b := math.Float32bits(x)
+		if b&expMask == expMask {
+			special = true
+		}
+		nonzero |= b & absMask
+	}
+	if special {
 		for j, x := range v {
-			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-				return fmt.Errorf("vector %d component %d is %v: %w", i, j, x, ErrBadVector)
-			}
-			if x != 0 {
-				zero = false
+			if b := math.Float32bits(x); b&expMask == expMask {
+				return fmt.Errorf("component %d is %v: %w", j, x, ErrBadVector)
 			}
 		}
-		if zero {
-			return fmt.Errorf("vector %d is all zero: %w", i, ErrBadVector)
-		}
+	}
+	if nonzero == 0 {
+		return fmt.Errorf("is all zero: %w", ErrBadVector)
 	}
 	return nil
 }
