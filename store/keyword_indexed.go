@@ -39,16 +39,23 @@ func (s *Shard) loadKeywordIndex(ctx context.Context) error {
 		s.kw.Store(kw)
 		return nil
 	}
-	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	// The load outlives Open's ctx, and so must its transaction: database/sql
+	// rolls a transaction back when the context it was begun with ends, and
+	// a worker's Open context ends once its partitions are open (the load
+	// then failed, "context canceled", and FTS5 ranked every search). Only
+	// Close (stop) ends it.
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	tx, err := s.r.BeginTx(lctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
+		cancel()
 		return fmt.Errorf("load keyword index: %w", err)
 	}
 	var n int64 // the first read fixes the transaction's snapshot
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM meta`).Scan(&n); err != nil {
 		tx.Rollback()
+		cancel()
 		return fmt.Errorf("load keyword index: %w", err)
 	}
-	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	l := &kwLoad{loading: true, cancel: cancel, done: make(chan struct{}), gate: kwLoadGate}
 	s.kwl = l
 	go func() {

@@ -486,6 +486,45 @@ func rankedByFTSFor(err error, why string) bool {
 		strings.HasPrefix(p.Reason, "ranked by FTS5, without the chunks' context ("+why) && !strings.Contains(p.Reason, "; ")
 }
 
+// The background load outlives the context Open was given: a worker's
+// ends once its partitions are open, and the load's read transaction,
+// begun with it, was rolled back then ("load: context canceled"), so FTS5
+// ranked every search of a large shard after every restart.
+func TestKeywordIndexLoadOutlivesOpensContext(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shard.db")
+	s, err := Open(context.Background(), path, Config{Dims: testDims})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kwCorpus(t, s, rand.New(rand.NewPCG(41, 42)), 10)
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	kwLoadGate = gate
+	defer func() { kwLoadGate = nil }()
+	ctx, cancel := context.WithCancel(context.Background())
+	if s, err = Open(ctx, path, Config{Dims: testDims}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close(context.Background()) }()
+	cancel() // Open has returned: its context may end
+	close(gate)
+	deadline := time.Now().Add(30 * time.Second)
+	for s.kw.Load() == nil {
+		if why, _ := s.kwDropped.Load().(string); why != "" {
+			t.Fatalf("keyword index dropped: %s", why)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("keyword index not loaded within 30 s")
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval
+	}
+	if got, err := s.KeywordSearch(context.Background(), "n0", "garden", Filter{}, 5); err != nil || len(got) == 0 {
+		t.Fatalf("KeywordSearch after the load = %v, %v; want hits ranked by the index", got, err)
+	}
+}
+
 // TestKeywordIndexLoadsInTheBackground: a large shard's index is built
 // after Open returns; until then FTS5 answers and commits queue; then the
 // index holds exactly what FTS5 holds, commits made during the load
