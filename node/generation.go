@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -468,12 +469,29 @@ func chunkerConfig(tokens, contextMsgs int) chunker.Config {
 }
 
 // reindexProgress logs the keyword re-index a shard runs at Open after a
-// tokenizer change (a few seconds per 100,000 chunks).
+// tokenizer or schema change: its first batch, then at most once every
+// reindexLogEvery, and its end with the seconds since reindexProgress was
+// made (just before Open), so a re-index of a million chunks writes a few
+// dozen lines rather than two thousand.
 func reindexProgress(log *slog.Logger, p int) func(done, total int64) {
+	start := time.Now()
+	var last time.Time
 	return func(done, total int64) {
-		log.Info("re-indexing keywords (tokenizer or schema change)", "partition", p, "done", done, "total", total)
+		now := time.Now()
+		switch {
+		case done >= total:
+			log.Info("re-indexed keywords (tokenizer or schema change)", "partition", p, "chunks", done,
+				"seconds", math.Round(now.Sub(start).Seconds()*100)/100)
+		case last.IsZero() || now.Sub(last) >= reindexLogEvery:
+			log.Info("re-indexing keywords (tokenizer or schema change)", "partition", p, "done", done, "total", total)
+			last = now
+		}
 	}
 }
+
+// reindexLogEvery is the least time between two progress lines of a
+// re-index.
+const reindexLogEvery = 2 * time.Second
 
 // segmenterWait bounds how long a partition waits for the Chinese
 // dictionary before it is served anyway (its Han searches then wait for the
