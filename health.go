@@ -50,6 +50,15 @@ func HealthOf(st StatusResponse) HealthResponse {
 		if p.Error != "" {
 			h.Problems = append(h.Problems, fmt.Sprintf("partition %d: %s", p.Partition, p.Error))
 		}
+		if why, ok := strings.CutPrefix(p.KeywordIndex, "fts5"); ok {
+			// Degraded, never down: FTS5 answers, without the chunks'
+			// context (store migration 0011), so worse.
+			why = strings.TrimPrefix(why, ": ")
+			if why == "" {
+				why = "no keyword index"
+			}
+			h.Problems = append(h.Problems, fmt.Sprintf("partition %d: keyword search ranked by FTS5, without the chunks' context (%s)", p.Partition, why))
+		}
 	}
 	var vecProblems []string
 	if fb := st.VectorFallback(); fb != "" { // degraded, never down: vector search still answers

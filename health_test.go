@@ -43,3 +43,26 @@ func TestHealthOfGoScan(t *testing.T) {
 		t.Fatalf("HealthOf(sqlite-vec only)=%+v, want ok", h)
 	}
 }
+
+// TestHealthOfFTS5Ranking: a partition whose keyword searches FTS5 ranks
+// (its keyword index loading or dropped) makes health degraded, never
+// down, and says why; the keyword index in memory is ok.
+func TestHealthOfFTS5Ranking(t *testing.T) {
+	st := StatusResponse{Ready: true, Partitions: []PartitionStatus{
+		{Partition: 0, KeywordIndex: "memory"},
+		{Partition: 4, KeywordIndex: "fts5: keyword index loading"},
+		{Partition: 7, KeywordIndex: "fts5: keyword index dropped: out of memory"},
+	}}
+	h := HealthOf(st)
+	want := []string{
+		"partition 4: keyword search ranked by FTS5, without the chunks' context (keyword index loading)",
+		"partition 7: keyword search ranked by FTS5, without the chunks' context (keyword index dropped: out of memory)",
+	}
+	if h.Status != HealthDegraded || len(h.Problems) != 2 || h.Problems[0] != want[0] || h.Problems[1] != want[1] {
+		t.Fatalf("HealthOf()=%+v, want degraded with %q", h, want)
+	}
+	st.Partitions = st.Partitions[:1]
+	if h := HealthOf(st); h.Status != HealthOK {
+		t.Fatalf("HealthOf(keyword index in memory)=%+v, want ok", h)
+	}
+}
