@@ -45,6 +45,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cache := fs.String("cache", "", "vector suite: directory of its cached data files (default: vector-cache under --data, else cache under --out)")
 	render := fs.String("render", "", "measure nothing: merge these report.json files (comma-separated) and write their tables and plot to --out")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	memProfile := fs.String("memprofile", "", "write the allocations of the whole run (pprof's allocs profile: -sample_index=alloc_space for bytes) to this file at its end")
 	traceFile := fs.String("trace", "", "write an execution trace of the whole run to this file (go tool trace: which goroutine waits on which)")
 	slowTrace := fs.Float64("slow-trace-ms", 0, "search suite: after a memindex answer slower than this many ms at the client, write the last seconds of the execution trace (a flight recorder) to --out as slow-<chunks>-<mode>-<n>.trace, at most 3 a size; 0: off")
 	clusterF := registerClusterFlags(fs)
@@ -107,7 +108,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		path  string
 		start func(io.Writer) error
 		stop  func()
-	}{{*cpuProfile, pprof.StartCPUProfile, pprof.StopCPUProfile}, {*traceFile, trace.Start, trace.Stop}} {
+	}{{*cpuProfile, pprof.StartCPUProfile, pprof.StopCPUProfile}, {*traceFile, trace.Start, trace.Stop}, {*memProfile, startAllocs, stopAllocs}} {
 		if rec.path == "" {
 			continue
 		}
@@ -244,4 +245,21 @@ func (f clusterFlags) config(queries int) (bench.ClusterConfig, error) {
 		ttl = *f.leaseTTL
 	}
 	return bench.ClusterConfig{Workers: ws, Messages: *f.messages, Rounds: *f.rounds, Chunks: *f.chunks, Queries: queries, GroupTTL: ttl}, nil
+}
+
+// allocsTo is where stopAllocs writes the allocs profile (--memprofile).
+var allocsTo io.Writer
+
+// startAllocs notes where the allocs profile goes; the runtime records
+// allocations from the start anyway (one sample per 512 KiB on average).
+func startAllocs(w io.Writer) error {
+	allocsTo = w
+	return nil
+}
+
+// stopAllocs writes the allocs profile of the run so far.
+func stopAllocs() {
+	if allocsTo != nil {
+		_ = pprof.Lookup("allocs").WriteTo(allocsTo, 0)
+	}
 }
