@@ -42,6 +42,12 @@ type fetched struct {
 	decode time.Duration
 }
 
+// newFetched returns a batch with room for n events.
+func newFetched(n uint64) *fetched {
+	return &fetched{msgs: make([]jetstream.Msg, 0, n), seqs: make([]uint64, 0, n),
+		events: make([]memindex.Event, 0, n), errs: make([]error, 0, n)}
+}
+
 // add decodes m, with its metadata md, into b.
 func (b *fetched) add(l memindex.Limits, m jetstream.Msg, md *jetstream.MsgMetadata) {
 	t := time.Now()
@@ -151,7 +157,10 @@ func (w *Worker) fetch(ctx context.Context, p *partition, it jetstream.MessagesC
 		if err != nil {
 			return err
 		}
-		b := &fetched{}
+		// Sized for the events waiting, up to the batch's limit: a batch
+		// of thousands grown by appends copied its events (about 600
+		// bytes each) about twice over.
+		b := newFetched(min(uint64(w.batchLimit(md, pp)), md.NumPending+1))
 		b.add(w.cfg.Limits, first, md)
 		// No heartbeat reaches the events of a batch being collected, so
 		// it is handed on within a third of AckWait whatever the waits.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -43,6 +44,7 @@ type kwCounter struct {
 	buf   []byte
 	spans []kwSpan
 	at    map[string]int
+	terms []kwTerm // a row's distinct tokens while they are counted
 }
 
 type kwSpan struct{ off, n, w uint32 }
@@ -69,16 +71,21 @@ func (c *kwCounter) count(tok *ftsTokenizer, d *kwDoc) (kwTokens, error) {
 		c.at = map[string]int{}
 	}
 	clear(c.at)
-	kt.terms = make([]kwTerm, 0, len(c.spans))
+	terms := c.terms[:0]
 	for _, sp := range c.spans {
 		t := all[sp.off : sp.off+sp.n]
 		if i, ok := c.at[t]; ok {
-			kt.terms[i].f2 += sp.w
+			terms[i].f2 += sp.w
 			continue
 		}
-		c.at[t] = len(kt.terms)
-		kt.terms = append(kt.terms, kwTerm{t: t, f2: sp.w})
+		c.at[t] = len(terms)
+		terms = append(terms, kwTerm{t: t, f2: sp.w})
 	}
+	c.terms = terms
+	// The row's terms live until its batch is posted: a copy of their
+	// size, where one of the spans' (a context repeats most of them)
+	// would hold half as much again.
+	kt.terms = slices.Clone(terms)
 	return kt, nil
 }
 
