@@ -54,7 +54,7 @@ func HealthOf(st StatusResponse) HealthResponse {
 			// Degraded, never down: FTS5 answers, without the chunks'
 			// context (store migration 0011), so worse.
 			why = strings.TrimPrefix(why, ": ")
-			if why == "" {
+			if why == "" { // a worker of before 0011 said "fts5" alone
 				why = "no keyword index"
 			}
 			h.Problems = append(h.Problems, fmt.Sprintf("partition %d: keyword search ranked by FTS5, without the chunks' context (%s)", p.Partition, why))

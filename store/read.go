@@ -358,13 +358,10 @@ func (s *Shard) Stats(ctx context.Context) (Stats, error) {
 		st.OldestWaiting = time.Unix(oldest, 0)
 	}
 	st.VectorIndexBytes = s.index.bytes()
-	st.KeywordIndex = "fts5"
 	if kw := s.kw.Load(); kw != nil {
 		st.KeywordIndex, st.KeywordIndexBytes = "memory", kw.stats().bytes
-	} else if s.kwl.isLoading() {
-		st.KeywordIndex = "fts5: keyword index loading"
-	} else if why, _ := s.kwDropped.Load().(string); why != "" {
-		st.KeywordIndex += ": keyword index dropped: " + why
+	} else {
+		st.KeywordIndex = "fts5: " + s.kwAbsent()
 	}
 	return st, tx.Commit()
 }

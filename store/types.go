@@ -231,9 +231,10 @@ type Stats struct {
 	// was stored; zero when none waits.
 	OldestWaiting time.Time
 	// KeywordIndex says what ranks keyword searches: "memory" (the keyword
-	// index, kwindex.go) or "fts5: " and why the index was dropped (it
-	// failed to follow a commit). KeywordIndexBytes estimates the index's heap (its
-	// postings, per-row fields and dictionary).
+	// index, kwindex.go) or "fts5: " and why there is no index (kwAbsent:
+	// loading at start, or dropped when it failed to follow a commit).
+	// KeywordIndexBytes estimates the index's heap (its postings, per-row
+	// fields and dictionary).
 	KeywordIndex      string
 	KeywordIndexBytes int64
 	// VectorIndexBytes estimates the heap of the in-memory vector index

@@ -108,7 +108,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		path  string
 		start func(io.Writer) error
 		stop  func()
-	}{{*cpuProfile, pprof.StartCPUProfile, pprof.StopCPUProfile}, {*traceFile, trace.Start, trace.Stop}, {*memProfile, startAllocs, stopAllocs}} {
+	}{{*cpuProfile, pprof.StartCPUProfile, pprof.StopCPUProfile}, {*traceFile, trace.Start, trace.Stop}, allocsProfile(*memProfile)} {
 		if rec.path == "" {
 			continue
 		}
@@ -247,19 +247,17 @@ func (f clusterFlags) config(queries int) (bench.ClusterConfig, error) {
 	return bench.ClusterConfig{Workers: ws, Messages: *f.messages, Rounds: *f.rounds, Chunks: *f.chunks, Queries: queries, GroupTTL: ttl}, nil
 }
 
-// allocsTo is where stopAllocs writes the allocs profile (--memprofile).
-var allocsTo io.Writer
-
-// startAllocs notes where the allocs profile goes; the runtime records
-// allocations from the start anyway (one sample per 512 KiB on average).
-func startAllocs(w io.Writer) error {
-	allocsTo = w
-	return nil
-}
-
-// stopAllocs writes the allocs profile of the run so far.
-func stopAllocs() {
-	if allocsTo != nil {
-		_ = pprof.Lookup("allocs").WriteTo(allocsTo, 0)
-	}
+// allocsProfile is --memprofile's recording: the runtime samples
+// allocations from the start anyway (one a 512 KiB on average), so it only
+// writes the allocs profile of the run at its end.
+func allocsProfile(path string) (r struct {
+	path  string
+	start func(io.Writer) error
+	stop  func()
+}) {
+	var to io.Writer
+	r.path = path
+	r.start = func(w io.Writer) error { to = w; return nil }
+	r.stop = func() { _ = pprof.Lookup("allocs").WriteTo(to, 0) }
+	return r
 }
