@@ -116,7 +116,7 @@ func openCache(ctx context.Context, path string, cfg CacheConfig) (_ *Cache, err
 		return nil, fmt.Errorf("path %q: the cache needs a file: %w", path, ErrInvalidConfig)
 	}
 	registerDriver()
-	common := fmt.Sprintf("_busy_timeout=%d&_synchronous=NORMAL&_foreign_keys=on&_stmt_cache_size=16", busyTimeoutMS)
+	common := fmt.Sprintf("_busy_timeout=%d&_synchronous=NORMAL&_foreign_keys=on&_stmt_cache_size=16&_mutex=no", busyTimeoutMS)
 	c := &Cache{path: path, now: time.Now, maxBytes: cfg.MaxBytes, touched: map[string]int64{}}
 	if c.w, err = sql.Open(driverName, dsn(path, "_journal_mode=WAL&_txlock=immediate&"+common)); err != nil {
 		return nil, err

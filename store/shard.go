@@ -263,7 +263,7 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	if cfg.ReadOnly {
 		return openReadOnly(ctx, path, cfg)
 	}
-	common := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=on&_synchronous=NORMAL&_cache_size=-%d&_stmt_cache_size=32", busyTimeoutMS, cfg.CacheKiB)
+	common := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=on&_synchronous=NORMAL&_cache_size=-%d&_stmt_cache_size=32&_mutex=no", busyTimeoutMS, cfg.CacheKiB)
 	if cfg.NoSqliteVec {
 		common += "&" + noVecParam
 	}
@@ -539,7 +539,7 @@ func openReadOnly(ctx context.Context, path string, cfg Config) (_ *Shard, err e
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("%s: %w: a read-only open never creates a file (%v)", path, ErrReadOnly, err)
 	}
-	params := fmt.Sprintf("mode=ro&_query_only=true&_busy_timeout=%d&_foreign_keys=on&_cache_size=-%d&_stmt_cache_size=32", busyTimeoutMS, cfg.CacheKiB)
+	params := fmt.Sprintf("mode=ro&_query_only=true&_busy_timeout=%d&_foreign_keys=on&_cache_size=-%d&_stmt_cache_size=32&_mutex=no", busyTimeoutMS, cfg.CacheKiB)
 	if cfg.NoSqliteVec {
 		params += "&" + noVecParam
 	}
