@@ -61,6 +61,10 @@ func TestBenchSuiteAtATinySize(t *testing.T) {
 		if f.System == bench.HotBacklog && (f.PublishSeconds <= 0 || f.PublishCPUMicrosPerMessage <= 0 || f.Sessions != 20) {
 			t.Errorf("hot %+v: want the publishing's time and CPU, and the sessions", f)
 		}
+		// NATS alone is timed with the process's CPU, and commits nothing.
+		if (f.System == bench.HotNATS || f.System == bench.HotNATSMany) && (f.CPUMicrosPerMessage <= 0 || f.Commits != 0) {
+			t.Errorf("hot %+v: want the CPU a message and no commits", f)
+		}
 		// memindex's rows count the worker's commits from its status: at
 		// least one, at most one a message.
 		if memindexRow := f.System == bench.HotMemindex || f.System == bench.HotMemindexMany || f.System == bench.HotBacklog; memindexRow && (f.Commits < 1 || f.Commits > f.Messages) {
@@ -69,7 +73,7 @@ func TestBenchSuiteAtATinySize(t *testing.T) {
 	}
 	var wantHot []string
 	for _, n := range []int{200, 300} {
-		for _, s := range []string{bench.HotMemindex, bench.HotMemindexMany, bench.HotBacklog, bench.HotFTSBatch, bench.HotFTSOne, bench.HotEmbed1, bench.HotEmbedN} {
+		for _, s := range []string{bench.HotMemindex, bench.HotMemindexMany, bench.HotBacklog, bench.HotNATS, bench.HotNATSMany, bench.HotFTSBatch, bench.HotFTSOne, bench.HotEmbed1, bench.HotEmbedN} {
 			wantHot = append(wantHot, fmt.Sprintf("%s/%d", s, n))
 		}
 	}

@@ -116,17 +116,20 @@ func hotEvents(n, sessions, namespaces int) [][]byte {
 // runHot runs the hot suite's memindex cases on n: the hot namespace's
 // events hot (hotEvents, over sessions sessions), then as many messages of
 // the same kind and sessions spread over 100 namespaces; then hot again
-// from a backlog, on a NATS server and worker of its own under dir.
-func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, hot [][]byte, sessions int, say func(string, ...any)) ([]HotFigure, error) {
+// from a backlog, on a NATS server and worker of its own under dir; then
+// the transport floor of both (runHotNATS, under dir-nats, its consumers
+// acknowledging every batch messages).
+func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, hot [][]byte, sessions, batch int, say func(string, ...any)) ([]HotFigure, error) {
 	var out []HotFigure
 	messages := len(hot)
+	many := hotEvents(messages, sessions, hotManyNamespaces)
 	for _, c := range []struct {
 		system   string
 		sessions int
 		lines    [][]byte
 	}{
 		{HotMemindex, sessions, hot},
-		{HotMemindexMany, sessions, hotEvents(messages, sessions, hotManyNamespaces)},
+		{HotMemindexMany, sessions, many},
 	} {
 		say("hot: %s, %d messages in %d sessions …", c.system, messages, c.sessions)
 		commits0, err := workerCommits(ctx, n)
@@ -158,7 +161,20 @@ func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, ho
 	}
 	say("  published alone in %.2fs (%.0f µs of CPU a message); then %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy, %.2f page faults a message, %d commits (%s messages a batch)",
 		hf.PublishSeconds, hf.PublishCPUMicrosPerMessage, hf.PerSecond, hf.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy, hf.FaultsPerMessage, hf.Commits, meanBatch(hf))
-	return append(out, hf), nil
+	out = append(out, hf)
+	for _, c := range []struct {
+		system string
+		lines  [][]byte
+	}{{HotNATS, hot}, {HotNATSMany, many}} {
+		say("hot: %s (publish, fetch, ack; nothing indexed), %d messages …", c.system, messages)
+		hf, err := runHotNATS(ctx, h, dir+"-nats", c.system, c.lines, sessions, batch)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.system, err)
+		}
+		say("  %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy", hf.PerSecond, hf.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy)
+		out = append(out, hf)
+	}
+	return out, nil
 }
 
 // runHotBacklog publishes lines (over sessions sessions) into a NATS

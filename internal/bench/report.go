@@ -117,7 +117,7 @@ func writeHotTable(w io.Writer, figs []HotFigure) {
 			ref[f.Messages] = f.Seconds
 		}
 	}
-	fmt.Fprintln(w, "Ingest of one hot namespace (memindex over NATS, publish to last commit; the floors in process over the same messages):")
+	fmt.Fprintln(w, "Ingest of one hot namespace (memindex over NATS, publish to last commit; NATS alone, publish to last arrival, nothing indexed; the other floors in process over the same messages):")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| system | messages | sessions | seconds | messages/s | time vs memindex, one namespace | CPU µs a message | cores busy | page faults a message | commits | messages a batch |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
