@@ -113,16 +113,27 @@ func isKanaMark(r rune) bool { return r == 0x30FC || r == 0xFF70 || r == 0xFF9E 
 
 // hasCJK reports whether s has a rune of a CJK class. Every such rune is
 // U+1100 or above, encoded in UTF-8 with a lead byte of 0xE1 or more, so
-// other text is skipped byte by byte without decoding.
+// other text is skipped without decoding: eight ASCII bytes at a time,
+// then byte by byte (ingest asks it of every chunk's text and context).
 func hasCJK(s string) bool {
-	for i := 0; i < len(s); i++ {
+	for i := 0; i < len(s); {
+		if i+8 <= len(s) {
+			w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+			if w&0x8080808080808080 == 0 {
+				i += 8
+				continue
+			}
+		}
 		if s[i] < 0xE1 {
+			i++
 			continue
 		}
-		r, _ := utf8.DecodeRuneInString(s[i:])
+		r, size := utf8.DecodeRuneInString(s[i:])
 		if classOf(r) != classOther {
 			return true
 		}
+		i += size
 	}
 	return false
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"database/sql"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -304,5 +305,33 @@ func TestSegmenterConcurrentUse(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// TestHasCJKAgreesWithRuneByRune compares hasCJK, which skips ASCII eight
+// bytes at a time, with a scan of every rune, on strings that put CJK,
+// Latin-1, curly quotes, emoji and invalid bytes at every offset.
+func TestHasCJKAgreesWithRuneByRune(t *testing.T) {
+	slow := func(s string) bool {
+		for i := 0; i < len(s); {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if size > 1 && classOf(r) != classOther {
+				return true
+			}
+			i += size
+		}
+		return false
+	}
+	pieces := []string{"a", "the quick ", "é", "’", "🙂", "\xff", "\xe1", "中", "カ", "한", "ー", " ", "0123456789abcdef"}
+	r := rand.New(rand.NewPCG(7, 8))
+	for n := range 20000 {
+		var b strings.Builder
+		for range r.IntN(12) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		s := b.String()
+		if got, want := hasCJK(s), slow(s); got != want {
+			t.Fatalf("case %d: hasCJK(%q) = %v, want %v", n, s, got, want)
+		}
 	}
 }
