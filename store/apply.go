@@ -56,13 +56,14 @@ const (
 	sqlChunkVecRow = `SELECT id, namespace, session_key, session_id, ts_start, ts_end, source, dir_path FROM chunks WHERE rowid = ?`
 )
 
-// writeStmts are the writer's prepared statements.
+// writeStmts are the writer's prepared statements, but those of every
+// message, which rowExec runs (rowexec.go).
 type writeStmts struct {
-	upsertMessage, deleteMessagesKey, deleteMessagesSession *sql.Stmt
-	deleteChunksKey, deleteChunksSession, selectTail        *sql.Stmt
-	deleteChunk, insertChunk, ftsInsert, ftsDelete          *sql.Stmt
-	vecInsert, vecDelete, setHasVec, setSeq                 *sql.Stmt
-	selectSid, selectKeySids, insertSession, dropEmpty      *sql.Stmt
+	deleteMessagesKey, deleteMessagesSession           *sql.Stmt
+	deleteChunksKey, deleteChunksSession, selectTail   *sql.Stmt
+	deleteChunk, ftsDelete                             *sql.Stmt
+	vecInsert, vecDelete, setHasVec, setSeq            *sql.Stmt
+	selectSid, selectKeySids, insertSession, dropEmpty *sql.Stmt
 	// bulk writes a transaction's vectors into vec_chunks' shadow tables
 	// (vec0bulk.go); nil in go-scan mode or when it cannot.
 	bulk *vec0Bulk
@@ -79,15 +80,12 @@ func prepareWriteStmts(ctx context.Context, db *sql.DB, plain bool) (*writeStmts
 		dst **sql.Stmt
 		sql string
 	}{
-		{&ws.upsertMessage, sqlUpsertMessage},
 		{&ws.deleteMessagesKey, sqlDeleteMessagesKey},
 		{&ws.deleteMessagesSession, sqlDeleteMessagesSession},
 		{&ws.deleteChunksKey, sqlDeleteChunksKey},
 		{&ws.deleteChunksSession, sqlDeleteChunksSession},
 		{&ws.selectTail, sqlSelectTail},
 		{&ws.deleteChunk, sqlDeleteChunk},
-		{&ws.insertChunk, sqlInsertChunk},
-		{&ws.ftsInsert, sqlFTSInsert},
 		{&ws.ftsDelete, sqlFTSDelete},
 		{&ws.setHasVec, sqlSetHasVec},
 		{&ws.setSeq, sqlSetSeq},
@@ -168,14 +166,23 @@ type writer struct {
 	// no sid in the cache that the file does not hold.
 	sids    map[SessionRef]int64
 	newSids map[SessionRef]int64
+	// rx runs the statements of every message (rowexec.go), bound to the
+	// transaction's connection; args holds their values.
+	rx   *rowExec
+	args rowArgs
 	// emptied are the sids of sessions this transaction deleted chunks of,
 	// which dropEmptied drops when nothing names them any more.
 	emptied map[int64]bool
 }
 
-func newWriter(ctx context.Context, tx *sql.Tx, ws *writeStmts, dims int, sids map[SessionRef]int64) *writer {
-	return &writer{parent: ctx, ctx: context.WithoutCancel(ctx), tx: tx, ws: ws, dims: dims,
-		bound: make(map[*sql.Stmt]*sql.Stmt, 16), nsDelta: map[string]int64{}, sids: sids}
+// newWriter returns the writer of transaction tx, with the shard's
+// rowExec bound to tx's connection. Caller holds s.writeMu.
+func (s *Shard) newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
+	if err := s.rx.bind(ctx, tx); err != nil {
+		return nil, err
+	}
+	return &writer{parent: ctx, ctx: context.WithoutCancel(ctx), tx: tx, ws: s.ws, rx: &s.rx, dims: s.dims,
+		bound: make(map[*sql.Stmt]*sql.Stmt, 16), nsDelta: map[string]int64{}, sids: s.sids}, nil
 }
 
 // sidCacheMax bounds the entries of a shard's sid cache: beyond it the
@@ -344,7 +351,10 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 		return ApplyStats{}, err
 	}
 	defer tx.Rollback()
-	w := newWriter(ctx, tx, s.ws, s.dims, s.sids)
+	w, err := s.newWriter(ctx, tx)
+	if err != nil {
+		return ApplyStats{}, err
+	}
 	defer w.close()
 	if kw := s.kw.Load(); kw != nil { // counted now, posted after the commit (kwprep.go)
 		w.prep = startKWPrep(kw)
@@ -609,9 +619,14 @@ func (w *writer) upsertMessage(m *Message) error {
 	if err != nil {
 		return err
 	}
-	_, err = w.st(w.ws.upsertMessage).ExecContext(w.ctx,
-		sid, m.Namespace, m.SessionKey, m.SessionID, m.Seq, m.ID, m.Role, m.Speaker, m.Text, timeArg(m.Time))
-	if err != nil {
+	a := &w.args
+	a.reset()
+	a.int(sid)
+	a.texts(m.Namespace, m.SessionKey, m.SessionID)
+	a.int(m.Seq)
+	a.texts(m.ID, m.Role, m.Speaker, m.Text)
+	a.time(m.Time)
+	if _, err := w.rx.exec(rxUpsertMessage, a); err != nil {
 		return err
 	}
 	w.stats.Messages++
@@ -772,17 +787,33 @@ func (w *writer) insertChunk(c *Chunk) error {
 	if err != nil {
 		return err
 	}
-	res, err := w.st(w.ws.insertChunk).ExecContext(w.ctx,
-		sid, c.ID, c.Namespace, c.Source, c.SessionKey, c.SessionID, c.SeqStart, c.SeqEnd, c.Part, c.Text,
-		timeArg(c.TimeStart), timeArg(c.TimeEnd), c.Vector != nil, c.Path, c.DirPath, fi.seg, fi.words, fi.ver, c.Context, cseg)
+	a := &w.args
+	a.reset()
+	a.int(sid)
+	a.texts(c.ID, c.Namespace, c.Source, c.SessionKey, c.SessionID)
+	a.int(c.SeqStart)
+	a.int(c.SeqEnd)
+	a.int(int64(c.Part))
+	a.text(c.Text)
+	a.time(c.TimeStart)
+	a.time(c.TimeEnd)
+	a.bool(c.Vector != nil)
+	a.texts(c.Path, c.DirPath)
+	a.value(fi.seg)
+	a.value(fi.words)
+	a.int(fi.ver)
+	a.text(c.Context)
+	a.value(cseg)
+	rowid, err := w.rx.exec(rxInsertChunk, a)
 	if err != nil {
 		return err
 	}
-	rowid, err := res.LastInsertId()
-	if err != nil {
-		return err
-	}
-	if _, err := w.st(w.ws.ftsInsert).ExecContext(w.ctx, rowid, fi.body, nsToken(c.Namespace), fi.words, skToken(c.SessionKey)); err != nil {
+	a.reset()
+	a.int(rowid)
+	a.texts(fi.body, nsToken(c.Namespace))
+	a.value(fi.words)
+	a.text(skToken(c.SessionKey))
+	if _, err := w.rx.exec(rxFTSInsert, a); err != nil {
 		return fmt.Errorf("fts insert: %w", err)
 	}
 	words, _ := fi.words.(string)

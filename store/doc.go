@@ -93,6 +93,14 @@
 // automatic checkpoint only bounds the WAL (walValveFrames) should that
 // goroutine fall behind.
 //
+// The writer's statements of every message run through rowExec
+// (rowexec.go): prepared by SQLite on the writer's connection, found
+// through the SQL function memindex_conn_handle(), and bound, stepped and
+// reset in one cgo call, not through database/sql. SQLite runs without its
+// memory statistics and its connections without their own mutexes
+// (sqliteconfig.go): database/sql never shares a connection between
+// goroutines.
+//
 // CheckFile (integrity.go) checks a shard file without opening it as a
 // Shard: PRAGMA integrity_check and, unless read-only, FTS5's
 // integrity-check (for `memindex doctor`).

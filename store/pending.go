@@ -73,7 +73,10 @@ func (s *Shard) setVectors(ctx context.Context, vs []ChunkVector) (int, error) {
 		return 0, err
 	}
 	defer tx.Rollback()
-	w := newWriter(ctx, tx, s.ws, s.dims, s.sids) // SetVectors adds no session
+	w, err := s.newWriter(ctx, tx) // SetVectors adds no session
+	if err != nil {
+		return 0, err
+	}
 	defer w.close()
 	for start := 0; start < len(vs); start += maxParams {
 		if err := w.alive(); err != nil {

@@ -152,6 +152,9 @@ var (
 	registerOnce sync.Once
 	// vecAutoErr is why sqlite-vec could not be registered (nil: it was).
 	vecAutoErr error
+	// rowExecErr is why memindex_conn_handle() could not be registered
+	// (nil: it was); the writer needs it (rowexec.go).
+	rowExecErr error
 )
 
 // shardDriver is the SQLite driver of shards, with the per-connection
@@ -171,6 +174,7 @@ var shardDriver = &sqlite3.SQLiteDriver{
 func registerDriver() {
 	registerOnce.Do(func() {
 		vecAutoErr = autoLoadVec()
+		rowExecErr = registerRowExec()
 		sql.Register(driverName, shardDriver)
 	})
 }
@@ -192,6 +196,9 @@ type Shard struct {
 	// nil when read-only).
 	ckpt *checkpointer
 	ws   *writeStmts
+	// rx runs the writer's statements of every message (rowexec.go);
+	// writeMu guards it.
+	rx rowExec
 	// sids caches the writer's session ids (apply.go); writeMu guards it.
 	sids  map[SessionRef]int64
 	index *vectorIndex
@@ -260,6 +267,9 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	}
 	cfg = cfg.withDefaults()
 	registerDriver()
+	if rowExecErr != nil {
+		return nil, rowExecErr
+	}
 	if cfg.ReadOnly {
 		return openReadOnly(ctx, path, cfg)
 	}
@@ -479,6 +489,7 @@ func (s *Shard) closeDBs() error {
 	if s.ws != nil {
 		errs = append(errs, s.ws.close())
 	}
+	s.rx.finalize()
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}

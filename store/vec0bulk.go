@@ -46,6 +46,9 @@ const (
 )
 
 // vec0Bulk holds the statements that write vec_chunks' shadow tables.
+// insRowid is prepared only to check that vec_chunks_rowids has the
+// columns it writes: the writer runs those rows through rowExec
+// (rxVec0Rowid, the same SQL), one a vector.
 type vec0Bulk struct {
 	latest, insChunk, insVectors, insRowid, vectors, setChunk, setVectors *sql.Stmt
 }
@@ -240,8 +243,16 @@ func (w *writer) placeVectors(validity, rowids, vectors []byte, slots []int, vs 
 // insertRowids writes the _rowids row of each of vs, at slots[j] of chunk
 // chunkID.
 func (w *writer) insertRowids(chunkID int64, slots []int, vs []queuedVector) error {
+	if !w.rx.has(rxVec0Rowid) {
+		return fmt.Errorf("vec0 bulk: %.40s: statement not prepared", sqlVec0InsRowid)
+	}
 	for j, v := range vs {
-		if _, err := w.st(w.ws.bulk.insRowid).ExecContext(w.ctx, v.rowid, chunkID, slots[j]); err != nil {
+		a := &w.args
+		a.reset()
+		a.int(v.rowid)
+		a.int(chunkID)
+		a.int(int64(slots[j]))
+		if _, err := w.rx.exec(rxVec0Rowid, a); err != nil {
 			return err
 		}
 	}
