@@ -810,9 +810,10 @@ func (w *writer) insertChunk(c *Chunk) error {
 	}
 	a.reset()
 	a.int(rowid)
-	a.texts(fi.body, nsToken(c.Namespace))
+	a.text(fi.body)
+	a.hexToken(nsTokenPrefix, c.Namespace) // nsToken, written in place
 	a.value(fi.words)
-	a.text(skToken(c.SessionKey))
+	a.hexToken(skTokenPrefix, c.SessionKey)
 	if _, err := w.rx.exec(rxFTSInsert, a); err != nil {
 		return fmt.Errorf("fts insert: %w", err)
 	}
@@ -852,22 +853,32 @@ func (w *writer) writeVector(rowid int64, c *Chunk, setFlag bool) error {
 
 // nsToken is the namespace as a single FTS5 token of the chunks_fts ns column;
 // it must equal the generated column chunks.ns.
-func nsToken(ns string) string { return hexToken('n', ns) }
+func nsToken(ns string) string { return hexToken(nsTokenPrefix, ns) }
 
 // skToken is a session key as a single FTS5 token of the chunks_fts sk
 // column (migration 0007); it must equal the generated column chunks.sk.
-func skToken(sessionKey string) string { return hexToken('k', sessionKey) }
+func skToken(sessionKey string) string { return hexToken(skTokenPrefix, sessionKey) }
+
+// The prefixes of nsToken and skToken.
+const (
+	nsTokenPrefix = 'n'
+	skTokenPrefix = 'k'
+)
 
 // hexToken is prefix, the lower-case hex of s, and '0': one FTS5 token that
 // no word and no other value can be.
 func hexToken(prefix byte, s string) string {
+	return string(appendHexToken(make([]byte, 0, 2+2*len(s)), prefix, s))
+}
+
+// appendHexToken appends hexToken(prefix, s) to b.
+func appendHexToken(b []byte, prefix byte, s string) []byte {
 	const hexdigits = "0123456789abcdef"
-	b := make([]byte, 0, 2+2*len(s))
 	b = append(b, prefix)
 	for i := 0; i < len(s); i++ {
 		b = append(b, hexdigits[s[i]>>4], hexdigits[s[i]&0xf])
 	}
-	return string(append(b, '0'))
+	return append(b, '0')
 }
 
 // AppliedSeq returns the last stream sequence recorded by Apply (0 for none).

@@ -192,16 +192,16 @@ func (rx *rowExec) exec(s rxStmt, a *rowArgs) (int64, error) {
 	if len(a.kinds) != rx.params[s] {
 		return 0, fmt.Errorf("%.40s: %d values for %d parameters", rxSQL[s], len(a.kinds), rx.params[s])
 	}
-	var rowid C.sqlite3_int64
-	var ext C.int
+	out := &a.out // in a, not on the stack: what cgo is given escapes
 	rc := C.mi_exec(rx.stmts[s], C.int(len(a.kinds)), (*C.uchar)(unsafe.Pointer(&a.kinds[0])),
 		(*C.sqlite3_int64)(unsafe.Pointer(&a.vals[0])), (*C.int)(unsafe.Pointer(&a.lens[0])),
-		(*C.char)(unsafe.Pointer(&a.buf[0])), &rowid, &ext, (*C.char)(unsafe.Pointer(&a.msg[0])), C.int(len(a.msg)))
+		(*C.char)(unsafe.Pointer(&a.buf[0])), (*C.sqlite3_int64)(unsafe.Pointer(&out.rowid)), (*C.int)(unsafe.Pointer(&out.ext)),
+		(*C.char)(unsafe.Pointer(&out.msg[0])), C.int(len(out.msg)))
 	if rc != C.SQLITE_OK {
-		return 0, &rowExecError{msg: C.GoString((*C.char)(unsafe.Pointer(&a.msg[0]))),
-			se: sqlite3.Error{Code: sqlite3.ErrNo(rc & 0xff), ExtendedCode: sqlite3.ErrNoExtended(ext)}}
+		return 0, &rowExecError{msg: C.GoString((*C.char)(unsafe.Pointer(&out.msg[0]))),
+			se: sqlite3.Error{Code: sqlite3.ErrNo(rc & 0xff), ExtendedCode: sqlite3.ErrNoExtended(out.ext)}}
 	}
-	return int64(rowid), nil
+	return out.rowid, nil
 }
 
 // rowExecError is a failed rowExec step: SQLite's message, unwrapping to
@@ -235,8 +235,15 @@ type rowArgs struct {
 	vals  []int64 // an integer, or a text's or blob's offset in buf
 	lens  []int32
 	buf   []byte // texts and blobs; buf[0] is never one, so &buf[0] is valid
+	err   error  // a value of a type it cannot bind
+	out   rowOut
+}
+
+// rowOut is what mi_exec writes back.
+type rowOut struct {
+	rowid int64
+	ext   int32
 	msg   [256]byte
-	err   error // a value of a type it cannot bind
 }
 
 // reset empties a for the next statement.
@@ -258,6 +265,13 @@ func (a *rowArgs) bool(v bool) { a.add(rxInt, int64(b2i(v)), 0) }
 func (a *rowArgs) text(s string) {
 	a.add(rxText, int64(len(a.buf)), len(s))
 	a.buf = append(a.buf, s...)
+}
+
+// hexToken binds hexToken(prefix, s), built in a's buffer.
+func (a *rowArgs) hexToken(prefix byte, s string) {
+	off := len(a.buf)
+	a.buf = appendHexToken(a.buf, prefix, s)
+	a.add(rxText, int64(off), len(a.buf)-off)
 }
 
 // texts binds each of ss in turn.
