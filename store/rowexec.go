@@ -83,11 +83,11 @@ import (
 
 // The writer's statements of every message (its row, its chunk's row, the
 // chunk's FTS5 row and its vector's vec0 rowid row) run through rowExec,
-// not database/sql:
-// through database/sql and go-sqlite3 each one converted its arguments
-// into a fresh slice, took the statement's locks and bound each argument
-// with a cgo call of its own (20 for a chunk row), about 6 µs a message
-// on the writer's path (CPU profile of `memindex bench --suite hot`). A
+// not database/sql. Through database/sql and go-sqlite3 each one converted
+// its arguments into a fresh slice, took the statement's locks and bound
+// each argument with a cgo call of its own (20 for a chunk row), about
+// 6 µs a message on the writer's path (CPU profile of `memindex bench
+// --suite hot`). A
 // rowExec statement is prepared by SQLite on the writer's own connection
 // and run inside the writer's transaction, its arguments bound, stepped
 // and reset in one cgo call. The connection's handle comes from the SQL
@@ -189,7 +189,7 @@ func (rx *rowExec) exec(s rxStmt, a *rowArgs) (int64, error) {
 	if rx.stmts[s] == nil {
 		return 0, fmt.Errorf("%.40s: statement not prepared", rxSQL[s])
 	}
-	if len(a.kinds) != rx.params[s] {
+	if len(a.kinds) != rx.params[s] || len(a.kinds) == 0 {
 		return 0, fmt.Errorf("%.40s: %d values for %d parameters", rxSQL[s], len(a.kinds), rx.params[s])
 	}
 	out := &a.out // in a, not on the stack: what cgo is given escapes
@@ -228,8 +228,9 @@ const (
 	rxBlob
 )
 
-// rowArgs are the values of one rowExec statement, reused from row to row:
-// none of its memory holds a Go pointer, so cgo passes it as it is.
+// rowArgs are the values of one rowExec statement, reused from row to row.
+// cgo is given pointers into its slices and into out, none of which holds
+// a Go pointer, so they pass as they are (cgo's pointer rules).
 type rowArgs struct {
 	kinds []uint8
 	vals  []int64 // an integer, or a text's or blob's offset in buf
