@@ -8,8 +8,9 @@ import (
 // TestPreparedTokensEqualTokenize: a row counted by kwCounter and resolved
 // under the lock gives the index what tokenize gives it (term ids, weighted
 // frequencies, length), for adds that intern new tokens and for removes
-// that skip tokens the index never saw, with and without the term ids noted
-// beforehand (lookup), and with ids noted against another index.
+// that skip tokens the index never saw: counted without an index (count,
+// as a load counts), by the ids the index holds (countKnown, as a prep
+// counts), and against another index, whose ids it must not use.
 func TestPreparedTokensEqualTokenize(t *testing.T) {
 	docs := []kwDoc{
 		{rowid: 1, ns: "n", sessionKey: "k", body: "Ana: the weather in Berlin, the WEATHER again", ctx: "2026-01-01\nBo: running runs ran"},
@@ -18,6 +19,8 @@ func TestPreparedTokensEqualTokenize(t *testing.T) {
 		{rowid: 4, ns: "n", body: "", ctx: "only context words context"},
 		{rowid: 5, ns: "n", sessionKey: "k", body: "Bo: the weather in Berlin, a new word", ctx: "Ana: weather"},
 		{rowid: 6, ns: "n", sessionKey: "k", body: "Bo: Berlin again and again", ctx: "2026-01-02"},
+		{rowid: 7, ns: "n", sessionKey: "k", body: "Ana: weather weather", ctx: "Bo: the weather in Berlin again, new words"},
+		{rowid: 8, ns: "n", sessionKey: "k", body: "Bo: Berlin", ctx: "Ana: the weather in Berlin"},
 	}
 	tok, err := getTokenizer()
 	if err != nil {
@@ -35,6 +38,15 @@ func TestPreparedTokensEqualTokenize(t *testing.T) {
 				x.flushLocked(ps)
 			}
 		}
+		// other holds some of the tokens under other ids than b.
+		other := newKWIndex()
+		for _, d := range []int{5, 2} {
+			ps := new(kwPoster)
+			if err := other.addLocked(tok, &docs[d], newKWScratch(), ps); err != nil {
+				t.Fatal(err)
+			}
+			other.flushLocked(ps)
+		}
 		var c kwCounter
 		for i := range docs {
 			want, err := a.tokenize(tok, &docs[i], intern, newKWScratch())
@@ -45,15 +57,17 @@ func TestPreparedTokensEqualTokenize(t *testing.T) {
 			if !ok {
 				t.Fatalf("doc %d: tokenize gave a term twice: %v", docs[i].rowid, want.terms)
 			}
-			kt, err := c.count(tok, &docs[i])
+			var kt kwTokens
+			switch i % 3 {
+			case 0: // without an index, as a load counts
+				kt, err = c.count(tok, &docs[i])
+			case 1: // by the ids b holds, as a prep counts
+				kt, err = c.countKnown(tok, &docs[i], b)
+			case 2: // against another index: resolved by text
+				kt, err = c.countKnown(tok, &docs[i], other)
+			}
 			if err != nil {
 				t.Fatal(err)
-			}
-			switch i % 3 {
-			case 1: // the ids b holds noted beforehand, as a prep does
-				b.lookup(&kt)
-			case 2: // noted against another index: not used
-				newKWIndex().lookup(&kt)
 			}
 			got := b.resolveLocked(kt, intern, nil)
 			gotF2, ok := got.f2s()
