@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/sourcegraph/conc/pool"
@@ -174,6 +175,9 @@ func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, ho
 		say("  %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy", hf.PerSecond, hf.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy)
 		out = append(out, hf)
 	}
+	var b strings.Builder
+	writeHotOverNATS(&b, out)
+	say("  %s", strings.TrimSpace(b.String()))
 	return out, nil
 }
 

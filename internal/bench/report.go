@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // WriteOutputs writes report.json, tables.md and growth.png to dir, which
@@ -141,10 +142,41 @@ func writeHotTable(w io.Writer, figs []HotFigure) {
 			benchThousands(int(f.PerSecond)), vs, cpu, busy, faults, commits, meanBatch(f))
 	}
 	fmt.Fprintln(w)
+	writeHotOverNATS(w, figs)
 	for _, f := range figs {
 		if f.System == HotBacklog {
 			fmt.Fprintf(w, "From a backlog (%s messages): published first, alone, in %.2f s (%.0f µs of CPU a message: publisher and NATS server), then a fresh worker timed from its start to its last commit.\n\n",
 				benchThousands(f.Messages), f.PublishSeconds, f.PublishCPUMicrosPerMessage)
+		}
+	}
+}
+
+// writeHotOverNATS prints, for each size, memindex's rate over NATS
+// alone's on the same load: on a box whose speed moves from minute to
+// minute, the figure that compares runs (both move with it).
+func writeHotOverNATS(w io.Writer, figs []HotFigure) {
+	type key struct {
+		system   string
+		messages int
+	}
+	rate := map[key]float64{}
+	var sizes []int
+	for _, f := range figs {
+		rate[key{f.System, f.Messages}] = f.PerSecond
+		if f.System == HotNATS {
+			sizes = append(sizes, f.Messages)
+		}
+	}
+	for _, n := range sizes {
+		var parts []string
+		for _, p := range [][3]string{{HotMemindex, HotNATS, "one namespace"}, {HotMemindexMany, HotNATSMany, "100 namespaces"}} {
+			if m, t := rate[key{p[0], n}], rate[key{p[1], n}]; m > 0 && t > 0 {
+				parts = append(parts, fmt.Sprintf("%s %.2f", p[2], m/t))
+			}
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(w, "memindex's rate over NATS alone's on the same load (%s messages): %s. The box's speed moves both; compare runs by this.\n\n",
+				benchThousands(n), strings.Join(parts, ", "))
 		}
 	}
 }
