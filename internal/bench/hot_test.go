@@ -26,7 +26,7 @@ func TestHotTableShowsCPU(t *testing.T) {
 		"| memindex over NATS, one namespace | 100,000 | 1,000 | 10.00 | 10,000 | 1.00× | 171 | 1.71 | 1.46 | 45 | 2222 |",
 		"| plain FTS5, one tx per batch | 100,000 | 1,000 | 2.00 | 50,000 | 0.20× | — | — | — | — | — |",
 		// 10,000 msg/s over NATS alone's 50,000; no 100-namespace pair.
-		"memindex's rate over NATS alone's on the same load (100,000 messages): one namespace 0.20. The box's speed",
+		"memindex's rate over NATS alone's on the same load (100,000 messages): one namespace 0.20 (the box's speed",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("hot table lacks %q:\n%s", want, b.String())

@@ -153,7 +153,8 @@ func writeHotTable(w io.Writer, figs []HotFigure) {
 
 // writeHotOverNATS prints, for each size, memindex's rate over NATS
 // alone's on the same load: on a box whose speed moves from minute to
-// minute, the figure that compares runs (both move with it).
+// minute, both move with it, though not always together (they run
+// seconds apart).
 func writeHotOverNATS(w io.Writer, figs []HotFigure) {
 	type key struct {
 		system   string
@@ -175,7 +176,7 @@ func writeHotOverNATS(w io.Writer, figs []HotFigure) {
 			}
 		}
 		if len(parts) > 0 {
-			fmt.Fprintf(w, "memindex's rate over NATS alone's on the same load (%s messages): %s. The box's speed moves both; compare runs by this.\n\n",
+			fmt.Fprintf(w, "memindex's rate over NATS alone's on the same load (%s messages): %s (the box's speed moves both, not always together).\n\n",
 				benchThousands(n), strings.Join(parts, ", "))
 		}
 	}
