@@ -61,6 +61,18 @@ func TestBenchSuiteAtATinySize(t *testing.T) {
 		if f.System == bench.HotBacklog && (f.PublishSeconds <= 0 || f.PublishCPUMicrosPerMessage <= 0 || f.Sessions != 20) {
 			t.Errorf("hot %+v: want the publishing's time and CPU, and the sessions", f)
 		}
+		// The spread cases spread 20 sessions over 20 namespaces, the others
+		// over one.
+		switch f.System {
+		case bench.HotMemindexMany, bench.HotNATSMany:
+			if f.Namespaces != 20 {
+				t.Errorf("hot %+v: want 20 namespaces", f)
+			}
+		case bench.HotMemindex, bench.HotBacklog, bench.HotNATS:
+			if f.Namespaces != 1 {
+				t.Errorf("hot %+v: want 1 namespace", f)
+			}
+		}
 		// NATS alone is timed with the process's CPU, and commits nothing.
 		if (f.System == bench.HotNATS || f.System == bench.HotNATSMany) && (f.CPUMicrosPerMessage <= 0 || f.Commits != 0) {
 			t.Errorf("hot %+v: want the CPU a message and no commits", f)

@@ -142,6 +142,12 @@ func writeHotTable(w io.Writer, figs []HotFigure) {
 			benchThousands(int(f.PerSecond)), vs, cpu, busy, faults, commits, meanBatch(f))
 	}
 	fmt.Fprintln(w)
+	for _, f := range figs {
+		if f.Namespaces > 1 && f.Namespaces < hotManyNamespaces {
+			fmt.Fprintf(w, "%s (%s messages): its %s sessions spread over %d namespaces, one a session (fewer sessions than namespaces).\n\n",
+				f.System, benchThousands(f.Messages), benchThousands(f.Sessions), f.Namespaces)
+		}
+	}
 	writeHotOverNATS(w, figs)
 	for _, f := range figs {
 		if f.System == HotBacklog {
