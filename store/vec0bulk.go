@@ -45,12 +45,11 @@ const (
 	sqlVec0SetVectors = `UPDATE vec_chunks_vector_chunks00 SET vectors = ? WHERE rowid = ?`
 )
 
-// vec0Bulk holds the statements that write vec_chunks' shadow tables.
-// insRowid is prepared only to check that vec_chunks_rowids has the
-// columns it writes: the writer runs those rows through rowExec
-// (rxVec0Rowid, the same SQL), one a vector.
+// vec0Bulk holds the statements that write vec_chunks' shadow tables but
+// vec_chunks_rowids, whose rows (one a vector) the writer runs through
+// rowExec (rxVec0Rowid).
 type vec0Bulk struct {
-	latest, insChunk, insVectors, insRowid, vectors, setChunk, setVectors *sql.Stmt
+	latest, insChunk, insVectors, vectors, setChunk, setVectors *sql.Stmt
 }
 
 // prepareVec0Bulk prepares them, or returns nil when this sqlite-vec is
@@ -61,11 +60,18 @@ func prepareVec0Bulk(ctx context.Context, db *sql.DB) *vec0Bulk {
 	if err := db.QueryRowContext(ctx, `SELECT vec_version()`).Scan(&v); err != nil || v != vec0BulkVersion {
 		return nil
 	}
+	// vec_chunks_rowids must have the columns rowExec writes: checked by
+	// preparing its statement once.
+	st, err := db.PrepareContext(ctx, sqlVec0InsRowid)
+	if err != nil {
+		return nil
+	}
+	st.Close()
 	b := &vec0Bulk{}
 	for _, p := range []struct {
 		dst **sql.Stmt
 		sql string
-	}{{&b.latest, sqlVec0Latest}, {&b.insChunk, sqlVec0InsChunk}, {&b.insVectors, sqlVec0InsVectors}, {&b.insRowid, sqlVec0InsRowid},
+	}{{&b.latest, sqlVec0Latest}, {&b.insChunk, sqlVec0InsChunk}, {&b.insVectors, sqlVec0InsVectors},
 		{&b.vectors, sqlVec0Vectors}, {&b.setChunk, sqlVec0SetChunk}, {&b.setVectors, sqlVec0SetVectors}} {
 		st, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -81,7 +87,7 @@ func (b *vec0Bulk) close() {
 	if b == nil {
 		return
 	}
-	for _, st := range []*sql.Stmt{b.latest, b.insChunk, b.insVectors, b.insRowid, b.vectors, b.setChunk, b.setVectors} {
+	for _, st := range []*sql.Stmt{b.latest, b.insChunk, b.insVectors, b.vectors, b.setChunk, b.setVectors} {
 		if st != nil {
 			st.Close()
 		}
