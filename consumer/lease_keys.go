@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -25,11 +26,21 @@ import (
 // instant, are read after the listing, and a key among them the listing
 // did not report is read directly, which tells a live key from a delete
 // marker.
+//
+// A listing ends when the server has delivered what the bucket held, and
+// nats.go waits for that without a deadline of its own: a listing whose
+// last entries never arrive would stall the caller (the leaser's main
+// loop, which then claims nothing). So each listing has one, wait.
 type bucketKeys struct {
 	kv     jetstream.KeyValue
 	stream jetstream.Stream
-	prefix string // subject prefix of the bucket's keys, "$KV.<bucket>."
+	prefix string        // subject prefix of the bucket's keys, "$KV.<bucket>."
+	wait   time.Duration // how long one listing may take
 }
+
+// listWait bounds a listing of a bucket's keys, as jetstream bounds an API
+// request without a deadline.
+const listWait = 5 * time.Second
 
 // openBucketKeys returns the key lister of bucket kv.
 func openBucketKeys(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue) (*bucketKeys, error) {
@@ -38,12 +49,14 @@ func openBucketKeys(ctx context.Context, js jetstream.JetStream, kv jetstream.Ke
 	if err != nil {
 		return nil, fmt.Errorf("stream of bucket %s: %w", bucket, err)
 	}
-	return &bucketKeys{kv: kv, stream: st, prefix: "$KV." + bucket + "."}, nil
+	return &bucketKeys{kv: kv, stream: st, prefix: "$KV." + bucket + ".", wait: listWait}, nil
 }
 
 // list returns the bucket's live keys, in no particular order.
 func (b *bucketKeys) list(ctx context.Context) ([]string, error) {
-	lister, err := b.kv.ListKeys(ctx)
+	lctx, cancel := context.WithTimeout(ctx, b.wait)
+	defer cancel()
+	lister, err := b.kv.ListKeys(lctx)
 	if err != nil {
 		return nil, err
 	}
@@ -58,6 +71,9 @@ func (b *bucketKeys) list(ctx context.Context) ([]string, error) {
 	_ = lister.Stop() // the listing ended; nothing to do about an error
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if err := lctx.Err(); err != nil {
+		return nil, fmt.Errorf("keys of bucket %s: the listing did not end within %s: %w", b.kv.Bucket(), b.wait, err)
 	}
 	info, err := b.stream.Info(ctx, jetstream.WithSubjectFilter(b.prefix+">"))
 	if err != nil {

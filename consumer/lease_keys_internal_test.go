@@ -2,8 +2,10 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -67,5 +69,77 @@ func TestBucketKeysMissNothing(t *testing.T) {
 		if !slices.Equal(got, w) {
 			t.Fatalf("listing %d while keys are rewritten: %d keys %q, want the %d live ones %q", i, len(got), got, len(w), w)
 		}
+	}
+}
+
+// stallingKV is a real bucket whose key listings never end on their own:
+// the lister delivers the bucket's keys and then holds its channel open
+// until its context ends, as a listing whose end-of-values marker never
+// arrives does.
+type stallingKV struct{ jetstream.KeyValue }
+
+func (s stallingKV) ListKeys(ctx context.Context, opts ...jetstream.WatchOpt) (jetstream.KeyLister, error) {
+	inner, err := s.KeyValue.ListKeys(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	l := &stalledLister{inner: inner, keys: make(chan string)}
+	go func() {
+		defer close(l.keys)
+		for k := range inner.Keys() {
+			select {
+			case l.keys <- k:
+			case <-ctx.Done():
+				return
+			}
+		}
+		<-ctx.Done()
+	}()
+	return l, nil
+}
+
+type stalledLister struct {
+	inner jetstream.KeyLister
+	keys  chan string
+}
+
+func (l *stalledLister) Keys() <-chan string { return l.keys }
+func (l *stalledLister) Stop() error         { return l.inner.Stop() }
+
+// TestBucketKeysListingThatNeverEnds: a listing whose end never comes
+// returns an error once its wait is over, and the caller's next listing
+// is not held up by it. Without the wait, list blocks for good (the
+// leaser's main loop then claims no partition again).
+func TestBucketKeysListingThatNeverEnds(t *testing.T) {
+	s := natstest.Server(t)
+	_, js := natstest.ConnectJetStream(t, s)
+	ctx := context.Background()
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "stall", History: 1, TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "k.1", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	bk, err := openBucketKeys(ctx, js, stallingKV{kv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bk.wait = 200 * time.Millisecond
+	done := make(chan error, 1)
+	go func() { _, err := bk.list(ctx); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "did not end within 200ms") {
+			t.Fatalf("a listing that never ends: %v, want its wait exceeded", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a listing that never ends held list for 20s; its wait is 200ms")
+	}
+
+	bk.kv = kv // the bucket itself: its listing ends
+	got, err := bk.list(ctx)
+	if err != nil || !slices.Equal(got, []string{"k.1"}) {
+		t.Fatalf("listing after a stalled one: %q, %v; want [k.1]", got, err)
 	}
 }
