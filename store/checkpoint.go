@@ -24,12 +24,12 @@ import (
 // transaction starts the WAL again from its beginning, so the WAL holds
 // about one batch. Should the checkpointer fall behind (a long read holds
 // the WAL, a batch larger than the WAL's usual size), the writer's own
-// automatic checkpoint is kept at walValveFrames pages as the bound.
+// automatic checkpoint is kept at walValveBytes as the bound.
 
-// walValveFrames is the writer's wal_autocheckpoint: the WAL pages past
-// which the writer checkpoints in its commit itself (32 MiB of 4 KiB
-// pages, against about 5,000 pages a batch of 4,000 messages writes).
-var walValveFrames = 8192
+// walValveBytes is the WAL size past which the writer checkpoints in its
+// commit itself: its wal_autocheckpoint is this many bytes of the file's
+// pages (against about 20 MiB a batch of 4,000 messages writes).
+var walValveBytes = 32 << 20
 
 // checkpointer runs PASSIVE checkpoints of one shard when kicked.
 type checkpointer struct {

@@ -15,20 +15,20 @@ import (
 // pages, and one with neither (its WAL only grows, the batches being far
 // below the default valve). The first two must keep their WAL a fraction
 // of the third's, every row must be found in each, and the writer must
-// not checkpoint by itself below walValveFrames.
+// not checkpoint by itself below walValveBytes.
 func TestCheckpointsKeepTheWALShort(t *testing.T) {
 	ctx := context.Background()
 	const dims = 16
 	background := openTest(t, dims)
 	none := openTest(t, dims)
 	stopCheckpointer(t, none)
-	orig := walValveFrames
-	walValveFrames = 64
+	orig := walValveBytes
+	walValveBytes = 64 * shardPageBytes
 	valve := openTest(t, dims)
-	walValveFrames = orig // the shards keep what they opened with
+	walValveBytes = orig // the shards keep what they opened with
 	stopCheckpointer(t, valve)
 
-	for s, want := range map[*Shard]int{background: orig, valve: 64} {
+	for s, want := range map[*Shard]int{background: orig / shardPageBytes, valve: 64} {
 		var auto int
 		if err := s.w.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&auto); err != nil || auto != want {
 			t.Fatalf("writer wal_autocheckpoint = %d (%v), want %d", auto, err, want)

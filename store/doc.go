@@ -90,8 +90,10 @@
 //
 // The WAL is checkpointed by a goroutine with a connection of its own that
 // the writer kicks after each commit (checkpoint.go); the writer's own
-// automatic checkpoint only bounds the WAL (walValveFrames) should that
-// goroutine fall behind.
+// automatic checkpoint only bounds the WAL (walValveBytes) should that
+// goroutine fall behind. A shard file Open creates has 16 KiB pages
+// (pagesize.go: a quarter of the WAL frames, each its own system calls);
+// a file created before keeps its page size.
 //
 // The writer's statements of every message run through rowExec
 // (rowexec.go): prepared by SQLite on the writer's connection, found

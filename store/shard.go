@@ -277,10 +277,14 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	if cfg.NoSqliteVec {
 		common += "&" + noVecParam
 	}
-	// The writer checkpoints the WAL only past walValveFrames pages: the
+	pageBytes, err := prepareShardFile(path)
+	if err != nil {
+		return nil, err
+	}
+	// The writer checkpoints the WAL only past walValveBytes: the
 	// checkpointer does it in the background (checkpoint.go).
 	w := sqlOpen(dsn(path, "_journal_mode=WAL&_txlock=immediate&"+common), cfg.MmapBytes,
-		fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", walValveFrames))
+		fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", max(walValveBytes/pageBytes, 1)))
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
