@@ -107,6 +107,11 @@ type PartitionStatus struct {
 	// the shard opened; CheckpointError is the last one's error.
 	Checkpoints     int64  `json:"checkpoints,omitempty"`
 	CheckpointError string `json:"checkpointError,omitempty"`
+	// PageBytes is the SQLite page size of the shard file: 16,384 for a
+	// file this version created, 4,096 for one created before (SQLite
+	// fixes it when the file is created; a 4 KiB shard writes four times
+	// the WAL frames a batch).
+	PageBytes int `json:"pageBytes,omitempty"`
 	// CommitWaiting says the partition's next batch is ready and waits for
 	// one of the worker's commit slots (--commit-concurrency): more
 	// partitions have batches to commit than the worker commits at once.

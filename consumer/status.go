@@ -49,6 +49,9 @@ func (w *Worker) Status(ctx context.Context) []memindex.PartitionStatus {
 		if dlqErr != nil && ps.Error == "" {
 			ps.Error = dlqErr.Error()
 		}
+		if pb, ok := p.shard.(interface{ PageBytes() int }); ok {
+			ps.PageBytes = pb.PageBytes() // *store.Shard
+		}
 		if vm, ok := p.shard.(interface{ VectorMode() (string, string) }); ok {
 			ps.VectorMode, ps.VectorModeReason = vm.VectorMode() // *store.Shard: sqlite-vec or go-scan
 		}

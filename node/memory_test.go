@@ -62,6 +62,9 @@ func TestMemoryLimitIsAppliedAndReported(t *testing.T) {
 	if ps.KeywordIndex != "memory" || ps.KeywordIndexBytes <= 0 || ps.VectorIndexBytes <= 0 || m.IndexBytes < ps.KeywordIndexBytes+ps.VectorIndexBytes {
 		t.Fatalf("partition %d status %+v, memory %+v; want both indexes sized and counted", p, ps, m)
 	}
+	if ps.PageBytes != 16384 {
+		t.Fatalf("partition %d status: page size %d, want 16384 (a shard file this version created)", p, ps.PageBytes)
+	}
 	series, _ := scrape(t, n)
 	l := strconv.Itoa(p)
 	for name, want := range map[string]float64{

@@ -76,3 +76,7 @@ func filePageBytes(path string) (int, error) {
 	}
 	return n, nil
 }
+
+// PageBytes returns the SQLite page size of the shard file (0 when a
+// read-only shard's header could not be read).
+func (s *Shard) PageBytes() int { return s.pageBytes }

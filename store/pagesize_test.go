@@ -40,6 +40,9 @@ func TestNewShardFilesHave16KiBPages(t *testing.T) {
 			t.Errorf("%s: page size %d, journal mode %s, wal_autocheckpoint %d; want %d, wal, %d",
 				filepath.Base(path), page, mode, auto, shardPageBytes, walValveBytes/shardPageBytes)
 		}
+		if s.PageBytes() != shardPageBytes {
+			t.Errorf("%s: PageBytes %d, want %d", filepath.Base(path), s.PageBytes(), shardPageBytes)
+		}
 		if err := s.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -77,8 +80,8 @@ func TestShardOfAnOlderPageSizeKeepsIt(t *testing.T) {
 	if err := s.w.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&auto); err != nil {
 		t.Fatal(err)
 	}
-	if page != 4096 || auto != walValveBytes/4096 {
-		t.Fatalf("page size %d, wal_autocheckpoint %d; want 4096 and %d", page, auto, walValveBytes/4096)
+	if page != 4096 || auto != walValveBytes/4096 || s.PageBytes() != 4096 {
+		t.Fatalf("page size %d (PageBytes %d), wal_autocheckpoint %d; want 4096 and %d", page, s.PageBytes(), auto, walValveBytes/4096)
 	}
 	msgs, sc := session("n", "k", "s", 20, rand.New(rand.NewPCG(1, 2)), 8)
 	mustApply(t, s, Batch{Seq: 1, Messages: msgs, Rechunk: []SessionChunks{sc}})

@@ -234,6 +234,9 @@ type Shard struct {
 	writeMu sync.Mutex
 	closed  atomic.Bool
 
+	// pageBytes is the file's SQLite page size (pagesize.go).
+	pageBytes int
+
 	// applyHook, when set (tests only), runs after each stage of Apply with
 	// the stage name; an error aborts the transaction. It also runs after
 	// the commit ("commit") and after the in-memory indexes follow it
@@ -289,7 +292,7 @@ func open(ctx context.Context, path string, cfg Config) (_ *Shard, err error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &Shard{path: path, dims: cfg.Dims, w: w, index: newVectorIndex(cfg.Dims, cfg.VectorCopyBytes), sizes: &nsSizes{}, df: newTermDF(), speakers: newSpeakerSet()}
+	s := &Shard{path: path, dims: cfg.Dims, w: w, pageBytes: pageBytes, index: newVectorIndex(cfg.Dims, cfg.VectorCopyBytes), sizes: &nsSizes{}, df: newTermDF(), speakers: newSpeakerSet()}
 	defer func() {
 		if err != nil {
 			s.closeDBs()
@@ -558,7 +561,8 @@ func openReadOnly(ctx context.Context, path string, cfg Config) (_ *Shard, err e
 	if cfg.NoSqliteVec {
 		params += "&" + noVecParam
 	}
-	s := &Shard{path: path, dims: cfg.Dims, readOnly: true, sids: map[SessionRef]int64{}, index: newVectorIndex(cfg.Dims, cfg.VectorCopyBytes), sizes: &nsSizes{}, df: newTermDF(), speakers: newSpeakerSet()}
+	pageBytes, _ := filePageBytes(path) // reported only; SQLite says what is wrong with the file
+	s := &Shard{path: path, dims: cfg.Dims, readOnly: true, pageBytes: pageBytes, sids: map[SessionRef]int64{}, index: newVectorIndex(cfg.Dims, cfg.VectorCopyBytes), sizes: &nsSizes{}, df: newTermDF(), speakers: newSpeakerSet()}
 	defer func() {
 		if err != nil {
 			s.closeDBs()
