@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -195,6 +196,11 @@ func (p *planner) planSessions(ctx context.Context, sh Shard, cc chunker.Config,
 	// gives): no message before a chunk is read or kept.
 	before := max(cc.WithDefaults().ContextMessages, 0)
 	work := make([]sessionWork, 0, len(p.order))
+	n := 0
+	for _, sp := range p.sessions {
+		n += len(sp.msgs)
+	}
+	b.Messages = slices.Grow(b.Messages, n) // grown by appends, a hot batch's were copied about twice over
 	var reqs []store.TailRequest
 	var stored []int // the work items read from sh, in reqs' order
 	for _, ref := range p.order {
