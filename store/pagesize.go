@@ -23,8 +23,10 @@ import (
 // 16 KiB takes a leaf page of its own, a quarter of it empty. A hot
 // namespace's shard of 100,000 messages was 285 MB against 243 (its
 // vectors 205 MB against 160); 8 KiB pages give the same file. A vec0
-// chunk_size of 24 would pack them again (a lead, not done: vec0 wants a
-// multiple of 8, and 16 is no better).
+// chunk_size of 24 packs them again, but a vector read then walks
+// overflow pages where a chunk of 8 is one leaf page: searches at
+// 1,000,000 chunks were a quarter slower (BENCHMARKS.md), so the disk
+// stays the price.
 //
 // A file created before keeps its page size: SQLite fixes it when the
 // file is created, and a database in WAL mode cannot change it.
