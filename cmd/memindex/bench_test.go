@@ -190,3 +190,23 @@ func TestBenchRejectsUnknownSuite(t *testing.T) {
 		t.Fatalf("runBench(--suite vectors) = %v, want an error naming --suite and the known parts", err)
 	}
 }
+
+// TestBenchRefusesAnEarlierRunsData: --data holding an earlier run's node
+// directory is refused before anything starts, saying why; the directory
+// is left as it was.
+func TestBenchRefusesAnEarlierRunsData(t *testing.T) {
+	data := t.TempDir()
+	old := filepath.Join(data, "node", "shards")
+	if err := os.MkdirAll(old, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	err := runBench(context.Background(), []string{"--suite", "hot", "--data", data, "--out", t.TempDir(),
+		"--hot-messages", "100", "--hot-sessions", "5"}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "earlier bench run") || !strings.Contains(err.Error(), filepath.Join(data, "node")) {
+		t.Fatalf("runBench on an earlier run's --data: %v; want it refused, naming %s", err, filepath.Join(data, "node"))
+	}
+	if _, err := os.Stat(old); err != nil {
+		t.Fatalf("the earlier run's directory: %v", err)
+	}
+}

@@ -28,6 +28,9 @@ func nodeSpec(dir, worker string) harness.NodeSpec {
 // and concurrency suites against it.
 func runNodeSuites(ctx context.Context, cfg Config, run map[string]bool, rep *Report) error {
 	say := cfg.Log
+	if err := freshNodeDirs(cfg.Dir); err != nil {
+		return err
+	}
 	spec := nodeSpec(filepath.Join(cfg.Dir, "node"), "bench")
 	n, stop, err := cfg.Hooks.Start(ctx, spec)
 	if err != nil {
@@ -203,4 +206,24 @@ func fillNamespace(ctx context.Context, n harness.Node, ns string, size int, sin
 		return ctx.Err()
 	})
 	return pl.Wait()
+}
+
+// freshNodeDirs refuses a data directory that holds an earlier run's node
+// or hot-suite directories: their streams and shards would be reused, the
+// events published again would all be duplicates, and the rates taken
+// would count skipping them (a hot suite run twice on one --data reported
+// 108,796 msg/s).
+func freshNodeDirs(dir string) error {
+	for _, pat := range []string{"node", "hot-*"} {
+		m, err := filepath.Glob(filepath.Join(dir, pat))
+		if err != nil {
+			return err
+		}
+		for _, p := range m {
+			if ents, err := os.ReadDir(p); err == nil && len(ents) > 0 {
+				return fmt.Errorf("%s holds an earlier bench run's stream and shards: reusing them makes every event a duplicate and the rates wrong; remove it or give another --data", p)
+			}
+		}
+	}
+	return nil
 }
