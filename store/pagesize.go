@@ -1,6 +1,7 @@
 package store
 
 import (
+	"database/sql/driver"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -43,14 +44,37 @@ func prepareShardFile(path string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("create %s: %w", path, err)
 	}
-	_, err = c.(*sqlite3.SQLiteConn).Exec(fmt.Sprintf("PRAGMA page_size = %d; PRAGMA journal_mode = WAL", shardPageBytes), nil)
+	conn := c.(*sqlite3.SQLiteConn)
+	n := 0
+	_, err = conn.Exec(fmt.Sprintf("PRAGMA page_size = %d; PRAGMA journal_mode = WAL", shardPageBytes), nil)
+	if err == nil {
+		n, err = connPageBytes(conn) // SQLite's own word for what it made
+	}
 	if cerr := c.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return 0, fmt.Errorf("create %s: %w", path, err)
 	}
-	return filePageBytes(path)
+	return n, nil
+}
+
+// connPageBytes returns the page size of conn's database.
+func connPageBytes(conn *sqlite3.SQLiteConn) (int, error) {
+	rows, err := conn.Query("PRAGMA page_size", nil)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if err := rows.Next(v); err != nil {
+		return 0, fmt.Errorf("page size: %w", err)
+	}
+	n, ok := v[0].(int64)
+	if !ok || n < 512 {
+		return 0, fmt.Errorf("page size %v", v[0])
+	}
+	return int(n), nil
 }
 
 // errNoDatabase: the file does not exist or holds no database header yet.

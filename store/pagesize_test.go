@@ -58,16 +58,7 @@ func TestNewShardFilesHave16KiBPages(t *testing.T) {
 func TestShardOfAnOlderPageSizeKeepsIt(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
-	c, err := (&sqlite3.SQLiteDriver{}).Open(dsn(path, noVecParam))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.(*sqlite3.SQLiteConn).Exec("PRAGMA page_size = 4096; PRAGMA journal_mode = WAL", nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
+	createOldShardFile(t, path)
 	s, err := Open(ctx, path, Config{Dims: 8})
 	if err != nil {
 		t.Fatal(err)
@@ -125,5 +116,21 @@ func TestShardFileThatIsNotSQLite(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("header %q: %d, %v; want an error with %q", fmt.Sprint(tc.header[16:18]), n, err, tc.want)
 		}
+	}
+}
+
+// createOldShardFile creates an empty database file at path as SQLite
+// makes one (4 KiB pages) in WAL mode: a shard file before 16 KiB pages.
+func createOldShardFile(t *testing.T, path string) {
+	t.Helper()
+	c, err := (&sqlite3.SQLiteDriver{}).Open(dsn(path, noVecParam))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.(*sqlite3.SQLiteConn).Exec("PRAGMA page_size = 4096; PRAGMA journal_mode = WAL", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
