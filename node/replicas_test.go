@@ -26,7 +26,13 @@ import (
 
 const (
 	replicaPartitions = 4
-	replicaLeaseTTL   = 1200 * time.Millisecond
+	// replicaLeaseTTL is 3 s, not 1.2: a holder drops a lease it has not
+	// renewed within TTL/2, renewing every TTL/6, so 1.2 s left a renewal
+	// 400 ms of slack. Under the whole suite's race-detector load that is
+	// the likely cause (not reproduced alone, nor beside two packages'
+	// tests) of TestReplicaGroupReplacesADeadHolder seeing the third worker
+	// take the owner slot the replica was due: the replica's lease lapsed.
+	replicaLeaseTTL = 3 * time.Second
 	// replicaSearches is how many searches of one partition the balance
 	// checks send: with two holders in a queue group, one of them answering
 	// none is a 2^-39 chance.
@@ -34,7 +40,7 @@ const (
 )
 
 // replicaGroup starts one worker of group g per name on s: 4 partitions, 2
-// holders each, lease TTL 1.2 s.
+// holders each, lease TTL replicaLeaseTTL.
 func replicaGroup(t *testing.T, s *server.Server, names ...string) []*Node {
 	t.Helper()
 	var out []*Node
