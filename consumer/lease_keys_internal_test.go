@@ -21,13 +21,8 @@ import (
 // about a third of such listings on the box this was written on, which let
 // a worker of a replica group take an owner slot its replica was due.
 func TestBucketKeysMissNothing(t *testing.T) {
-	s := natstest.Server(t)
-	_, js := natstest.ConnectJetStream(t, s)
 	ctx := context.Background()
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "keys", History: 1, TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	js, kv := testBucket(t, "keys")
 	const live, deleted = 40, 5
 	var want []string
 	for i := range live + deleted {
@@ -111,13 +106,8 @@ func (l *stalledLister) Stop() error         { return l.inner.Stop() }
 // is not held up by it. Without the wait, list blocks for good (the
 // leaser's main loop then claims no partition again).
 func TestBucketKeysListingThatNeverEnds(t *testing.T) {
-	s := natstest.Server(t)
-	_, js := natstest.ConnectJetStream(t, s)
 	ctx := context.Background()
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "stall", History: 1, TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	js, kv := testBucket(t, "stall")
 	if _, err := kv.Put(ctx, "k.1", []byte("v")); err != nil {
 		t.Fatal(err)
 	}
@@ -142,4 +132,16 @@ func TestBucketKeysListingThatNeverEnds(t *testing.T) {
 	if err != nil || !slices.Equal(got, []string{"k.1"}) {
 		t.Fatalf("listing after a stalled one: %q, %v; want [k.1]", got, err)
 	}
+}
+
+// testBucket creates bucket on a server of its own, as a lease bucket is
+// made (history 1, a TTL).
+func testBucket(t *testing.T, bucket string) (jetstream.JetStream, jetstream.KeyValue) {
+	t.Helper()
+	_, js := natstest.ConnectJetStream(t, natstest.Server(t))
+	kv, err := js.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: bucket, History: 1, TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js, kv
 }

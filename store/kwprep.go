@@ -134,24 +134,30 @@ func (c *kwCounter) countKnown(tok *ftsTokenizer, d *kwDoc, x *kwIndex) (kwToken
 		})
 		if err != nil {
 			x.mu.RUnlock()
-			for _, id := range c.ids {
-				c.byID[id] = 0
-			}
-			c.ids, c.idAt = c.ids[:0], c.idAt[:0]
+			c.takeKnown(nil, "", false)
 			return kwTokens{}, err
 		}
 		kt.length += uint32(n)
 	}
 	x.mu.RUnlock()
 	all := string(c.buf)
+	kt.terms = c.addSpans(all, c.takeKnown(terms, all, true))
+	return kt, nil
+}
+
+// takeKnown appends to terms (when keep) the known terms countKnown
+// counted, their text in all, and leaves byID all zeros and ids empty for
+// the next row (not keep: it only clears them, after an error).
+func (c *kwCounter) takeKnown(terms []kwTerm, all string, keep bool) []kwTerm {
 	for i, id := range c.ids {
-		sp := c.idAt[i]
-		terms = append(terms, kwTerm{t: all[sp.off : sp.off+sp.n], f2: c.byID[id], id: id, known: true})
+		if keep {
+			sp := c.idAt[i]
+			terms = append(terms, kwTerm{t: all[sp.off : sp.off+sp.n], f2: c.byID[id], id: id, known: true})
+		}
 		c.byID[id] = 0
 	}
 	c.ids, c.idAt = c.ids[:0], c.idAt[:0]
-	kt.terms = c.addSpans(all, terms)
-	return kt, nil
+	return terms
 }
 
 // resolveLocked returns kt as tokenize would have counted it: term ids,
