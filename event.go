@@ -13,7 +13,12 @@ import (
 
 // Event types. An event's "type" field names one of these.
 const (
-	TypeMessage        = "message"
+	TypeMessage = "message"
+	// TypeMessages appends several messages of one session in one event
+	// (Event.Messages): what a publisher with many messages at hand (an
+	// import, a turn of user, tool and assistant messages) sends to pay
+	// the stream's cost once for all of them.
+	TypeMessages       = "messages"
 	TypeSessionDeleted = "session.deleted"
 	TypeFileUpserted   = "file.upserted"
 	TypeFileDeleted    = "file.deleted"
@@ -30,6 +35,8 @@ const (
 	MaxTextBytes = 64 << 10
 	// MaxKeyBytes bounds sessionKey, sessionId, id, speaker and other identifiers.
 	MaxKeyBytes = 256
+	// MaxEventMessages is the most messages one messages event may append.
+	MaxEventMessages = 1000
 )
 
 // Roles a message may have.
@@ -41,7 +48,7 @@ type Event struct {
 	Type      string `json:"type"`
 	Namespace string `json:"namespace,omitempty"`
 
-	// Session fields (message, session.deleted).
+	// Session fields (message, messages, session.deleted).
 	SessionKey string `json:"sessionKey,omitempty"`
 	SessionID  string `json:"sessionId,omitempty"`
 	Seq        int64  `json:"seq,omitempty"`
@@ -63,6 +70,35 @@ type Event struct {
 
 	// Record fields (record.upserted, record.deleted); ID names the record.
 	Tags []string `json:"tags,omitempty"`
+
+	// Messages are what a messages event appends to its session
+	// (SessionKey, SessionID), in seq order, 1 to MaxEventMessages of
+	// them; a message event's own message fields are not used.
+	Messages []Message `json:"messages,omitempty"`
+}
+
+// Message is one message of a messages event: the message fields of a
+// message event, whose session is the event's.
+type Message struct {
+	Seq          int64  `json:"seq"`
+	ID           string `json:"id,omitempty"`
+	MessageID    string `json:"messageId,omitempty"`
+	Role         string `json:"role,omitempty"`
+	Speaker      string `json:"speaker,omitempty"`
+	Text         string `json:"text,omitempty"`
+	ImageCaption string `json:"imageCaption,omitempty"`
+	Timestamp    string `json:"timestamp,omitempty"`
+}
+
+// Message returns the message event that appends m to e's session: what
+// a messages event does once for each of its messages.
+func (e *Event) Message(m Message) Event {
+	id := m.ID
+	if id == "" {
+		id = m.MessageID
+	}
+	return Event{Type: TypeMessage, Namespace: e.Namespace, SessionKey: e.SessionKey, SessionID: e.SessionID,
+		Seq: m.Seq, ID: id, Role: m.Role, Speaker: m.Speaker, Text: m.Text, ImageCaption: m.ImageCaption, Timestamp: m.Timestamp}
 }
 
 // DecodeEvent parses and validates one event payload within
@@ -203,7 +239,7 @@ func (e *Event) Validate() error { return DefaultLimits().ValidateEvent(e) }
 func (l Limits) ValidateEvent(e *Event) error {
 	l = l.WithDefaults()
 	if e.Type == "" {
-		return fieldErr("type", "is required (one of message, session.deleted, file.upserted, file.deleted, record.upserted, record.deleted)")
+		return fieldErr("type", "is required (one of message, messages, session.deleted, file.upserted, file.deleted, record.upserted, record.deleted)")
 	}
 	if e.Namespace != "" {
 		if err := CheckNamespace(e.Namespace); err != nil {
@@ -212,42 +248,9 @@ func (l Limits) ValidateEvent(e *Event) error {
 	}
 	switch e.Type {
 	case TypeMessage:
-		if err := checkKey("sessionKey", e.SessionKey, true); err != nil {
-			return err
-		}
-		if err := checkKey("sessionId", e.SessionID, true); err != nil {
-			return err
-		}
-		if e.Seq < 1 {
-			return fieldErr("seq", "is required and must be a positive integer, got %d", e.Seq)
-		}
-		if l.MaxSessionMessages > 0 && e.Seq > l.MaxSessionMessages {
-			return &FieldError{Field: "seq", Err: ErrTooLarge, Reason: fmt.Sprintf(
-				"is %d: the session would have %d messages, over the limit of %d a session may hold", e.Seq, e.Seq, l.MaxSessionMessages)}
-		}
-		if err := checkKey("id", e.ID, false); err != nil {
-			return err
-		}
-		if !roles[e.Role] {
-			return fieldErr("role", "%q is not one of user, assistant, system, tool", truncate(e.Role, 40))
-		}
-		if err := checkKey("speaker", e.Speaker, false); err != nil {
-			return err
-		}
-		if strings.TrimSpace(e.Text) == "" && strings.TrimSpace(e.ImageCaption) == "" {
-			return fieldErr("text", "is required and must not be blank")
-		}
-		if len(e.Text) > l.MaxTextBytes {
-			return tooLarge("text", len(e.Text), l.MaxTextBytes)
-		}
-		if len(e.ImageCaption) > l.MaxTextBytes {
-			return tooLarge("imageCaption", len(e.ImageCaption), l.MaxTextBytes)
-		}
-		if e.Timestamp != "" {
-			if _, err := time.Parse(time.RFC3339Nano, e.Timestamp); err != nil {
-				return fieldErr("timestamp", "%q is not an RFC 3339 time like 2026-11-30T09:12:00Z", truncate(e.Timestamp, 60))
-			}
-		}
+		return l.validateMessage(e, -1)
+	case TypeMessages:
+		return l.validateMessages(e)
 	case TypeSessionDeleted:
 		if err := checkKey("sessionKey", e.SessionKey, true); err != nil {
 			return err
@@ -311,4 +314,85 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// validateMessage checks the fields of message event e; with i ≥ 0, e is
+// the i-th message of a messages event (Event.Message), whose session
+// fields were checked, and the fields named are that message's.
+func (l Limits) validateMessage(e *Event, i int) error {
+	if i < 0 {
+		if err := checkKey("sessionKey", e.SessionKey, true); err != nil {
+			return err
+		}
+		if err := checkKey("sessionId", e.SessionID, true); err != nil {
+			return err
+		}
+	}
+	err := l.messageFields(e)
+	if fe, ok := err.(*FieldError); ok && i >= 0 {
+		fe.Field = fmt.Sprintf("messages[%d].%s", i, fe.Field)
+	}
+	return err
+}
+
+// validateMessages checks the fields of messages event e.
+func (l Limits) validateMessages(e *Event) error {
+	if err := checkKey("sessionKey", e.SessionKey, true); err != nil {
+		return err
+	}
+	if err := checkKey("sessionId", e.SessionID, true); err != nil {
+		return err
+	}
+	switch n := len(e.Messages); {
+	case n == 0:
+		return fieldErr("messages", "is required: 1 to %d messages of the session", MaxEventMessages)
+	case n > MaxEventMessages:
+		return &FieldError{Field: "messages", Err: ErrTooLarge, Reason: fmt.Sprintf("holds %d messages, over the limit of %d an event may hold", n, MaxEventMessages)}
+	}
+	for i, m := range e.Messages {
+		if i > 0 && m.Seq <= e.Messages[i-1].Seq {
+			return fieldErr(fmt.Sprintf("messages[%d].seq", i), "is %d after %d: a messages event holds its messages in seq order, each seq once", m.Seq, e.Messages[i-1].Seq)
+		}
+		me := e.Message(m)
+		if err := l.validateMessage(&me, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// messageFields checks a message's own fields: all of a message event's
+// but its session's.
+func (l Limits) messageFields(e *Event) error {
+	if e.Seq < 1 {
+		return fieldErr("seq", "is required and must be a positive integer, got %d", e.Seq)
+	}
+	if l.MaxSessionMessages > 0 && e.Seq > l.MaxSessionMessages {
+		return &FieldError{Field: "seq", Err: ErrTooLarge, Reason: fmt.Sprintf(
+			"is %d: the session would have %d messages, over the limit of %d a session may hold", e.Seq, e.Seq, l.MaxSessionMessages)}
+	}
+	if err := checkKey("id", e.ID, false); err != nil {
+		return err
+	}
+	if !roles[e.Role] {
+		return fieldErr("role", "%q is not one of user, assistant, system, tool", truncate(e.Role, 40))
+	}
+	if err := checkKey("speaker", e.Speaker, false); err != nil {
+		return err
+	}
+	if strings.TrimSpace(e.Text) == "" && strings.TrimSpace(e.ImageCaption) == "" {
+		return fieldErr("text", "is required and must not be blank")
+	}
+	if len(e.Text) > l.MaxTextBytes {
+		return tooLarge("text", len(e.Text), l.MaxTextBytes)
+	}
+	if len(e.ImageCaption) > l.MaxTextBytes {
+		return tooLarge("imageCaption", len(e.ImageCaption), l.MaxTextBytes)
+	}
+	if e.Timestamp != "" {
+		if _, err := time.Parse(time.RFC3339Nano, e.Timestamp); err != nil {
+			return fieldErr("timestamp", "%q is not an RFC 3339 time like 2026-11-30T09:12:00Z", truncate(e.Timestamp, 60))
+		}
+	}
+	return nil
 }

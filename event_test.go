@@ -2,6 +2,7 @@ package memindex
 
 import (
 	"errors"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -39,6 +40,16 @@ func TestDecodeEvent(t *testing.T) {
 		{"record", `{"type":"record.upserted","id":"r1","text":"Ana prefers tea","tags":["prefs"]}`, nil, ""},
 		{"record without text", `{"type":"record.upserted","id":"r1"}`, ErrInvalid, "text"},
 		{"record delete needs only the id", `{"type":"record.deleted","id":"r1"}`, nil, ""},
+		{"messages", `{"type":"messages","sessionKey":"k","sessionId":"s","messages":[{"seq":1,"text":"a"},{"seq":3,"messageId":"D1:3","imageCaption":"a cat"}]}`, nil, ""},
+		{"messages, none", `{"type":"messages","sessionKey":"k","sessionId":"s","messages":[]}`, ErrInvalid, "messages"},
+		{"messages, too many", `{"type":"messages","sessionKey":"k","sessionId":"s","messages":[` + strings.Repeat(`{"seq":1,"text":"a"},`, MaxEventMessages) + `{"seq":1,"text":"a"}]}`, ErrTooLarge, "messages"},
+		{"messages without sessionId", `{"type":"messages","sessionKey":"k","messages":[{"seq":1,"text":"a"}]}`, ErrInvalid, "sessionId"},
+		{"messages, the second blank", `{"type":"messages","sessionKey":"k","sessionId":"s","messages":[{"seq":1,"text":"a"},{"seq":2,"text":" "}]}`, ErrInvalid, "messages[1].text"},
+		{"messages, a bad role", `{"type":"messages","sessionKey":"k","sessionId":"s","messages":[{"seq":1,"text":"a","role":"boss"}]}`, ErrInvalid, "messages[0].role"},
+		{"messages, a text too long", `{"type":"messages","sessionKey":"k","sessionId":"s","messages":[{"seq":1,"text":"a"},{"seq":2,"text":"` + long + `"}]}`, ErrTooLarge, "messages[1].text"},
+		{"messages, seq 0", `{"type":"messages","sessionKey":"k","sessionId":"s","messages":[{"seq":0,"text":"a"}]}`, ErrInvalid, "messages[0].seq"},
+		{"messages, seqs falling", `{"type":"messages","sessionKey":"k","sessionId":"s","messages":[{"seq":2,"text":"a"},{"seq":1,"text":"b"}]}`, ErrInvalid, "messages[1].seq"},
+		{"messages, a seq twice", `{"type":"messages","sessionKey":"k","sessionId":"s","messages":[{"seq":2,"text":"a"},{"seq":2,"text":"b"}]}`, ErrInvalid, "messages[1].seq"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,6 +71,35 @@ func TestDecodeEvent(t *testing.T) {
 	}
 	if _, err := DecodeEvent(make([]byte, MaxEventBytes+1)); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("DecodeEvent(oversized)=%v, want ErrTooLarge", err)
+	}
+}
+
+// TestMessagesEventIsItsMessages: each message of a messages event is the
+// message event of the same fields in its session, and a session cap
+// applies to each.
+func TestMessagesEventIsItsMessages(t *testing.T) {
+	e, err := DecodeEvent([]byte(`{"type":"messages","namespace":"n","sessionKey":"k","sessionId":"s","messages":[` +
+		`{"seq":4,"messageId":"D1:4","role":"user","speaker":"Ana","text":"hi","imageCaption":"a cat","timestamp":"2026-11-30T09:12:00Z"},{"seq":5,"id":"m5","text":"yo"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Event{
+		{Type: TypeMessage, Namespace: "n", SessionKey: "k", SessionID: "s", Seq: 4, ID: "D1:4", Role: "user", Speaker: "Ana", Text: "hi", ImageCaption: "a cat", Timestamp: "2026-11-30T09:12:00Z"},
+		{Type: TypeMessage, Namespace: "n", SessionKey: "k", SessionID: "s", Seq: 5, ID: "m5", Text: "yo"},
+	}
+	for i, m := range e.Messages {
+		got := e.Message(m)
+		if !reflect.DeepEqual(got, want[i]) {
+			t.Errorf("message %d = %+v, want %+v", i, got, want[i])
+		}
+		if err := got.Validate(); err != nil {
+			t.Errorf("message %d: %v", i, err)
+		}
+	}
+	l := Limits{MaxSessionMessages: 4}
+	var fe *FieldError
+	if err := l.ValidateEvent(&e); !errors.Is(err, ErrTooLarge) || !errors.As(err, &fe) || fe.Field != "messages[1].seq" {
+		t.Fatalf("a session cap of 4: %v, want ErrTooLarge naming messages[1].seq", err)
 	}
 }
 

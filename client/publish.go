@@ -78,8 +78,9 @@ func (c *Client) jetStream() (jetstream.JetStream, error) {
 // MsgID returns the de-duplication id (the Nats-Msg-Id header) of ev, whose
 // JSON payload is data, by the rule `memindex publish` follows: a message
 // is "<namespace>/<sessionKey>/<sessionId>/<seq>", so its session position
-// is stored once however often it is sent; any other event is
-// "<namespace>/" and the first 16 bytes, in hex, of the sha256 of data.
+// is stored once however often it is sent; any other event (a messages
+// event too) is "<namespace>/" and the first 16 bytes, in hex, of the
+// sha256 of data.
 // Publish sends as data the event's fields with keys sorted, as `memindex
 // publish` does a JSONL line holding the same fields.
 func MsgID(ev memindex.Event, data []byte) string {

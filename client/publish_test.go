@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -38,6 +39,8 @@ func TestPublishIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	record := memindex.Event{Type: memindex.TypeRecordUpserted, Namespace: "agent-7", ID: "pref-1", Text: "Ana prefers trains."}
+	batch := memindex.Event{Type: memindex.TypeMessages, Namespace: "agent-7", SessionKey: "whatsapp:+4912345", SessionID: "s1",
+		Messages: []memindex.Message{{Seq: 3, Text: "Which day?"}, {Seq: 4, Role: "assistant", Text: "Thursday."}}}
 	tests := []struct {
 		name      string
 		ev        memindex.Event
@@ -50,6 +53,8 @@ func TestPublishIsIdempotent(t *testing.T) {
 		{"record", record, 2, false, ""},
 		{"record again", record, 2, true, ""},
 		{"next message", memindex.Event{Namespace: "agent-7", SessionKey: "whatsapp:+4912345", SessionID: "s1", Seq: 2, Text: "Trains, always."}, 3, false, "agent-7/whatsapp:+4912345/s1/2"},
+		{"messages", batch, 4, false, ""},
+		{"messages again", batch, 4, true, ""},
 	}
 	stream, err := js.Stream(ctx, memindex.StreamEvents)
 	mustTB(t, err)
@@ -76,7 +81,8 @@ func TestPublishIsIdempotent(t *testing.T) {
 		if want.Type == "" {
 			want.Type = memindex.TypeMessage
 		}
-		if got.Type != want.Type || got.Namespace != want.Namespace || got.Seq != want.Seq || got.Text != want.Text || got.ID != want.ID {
+		if got.Type != want.Type || got.Namespace != want.Namespace || got.Seq != want.Seq || got.Text != want.Text || got.ID != want.ID ||
+			!slices.Equal(got.Messages, want.Messages) {
 			t.Fatalf("%s: the worker decodes %+v, want %+v", tt.name, got, want)
 		}
 		if wantSubj := memindex.StoredEventSubject(memindex.Partition("agent-7", 4), "agent-7"); stored.Subject != wantSubj {
@@ -85,8 +91,8 @@ func TestPublishIsIdempotent(t *testing.T) {
 	}
 	info, err := stream.Info(ctx)
 	mustTB(t, err)
-	if info.State.Msgs != 3 {
-		t.Fatalf("stream holds %d events after 5 publishes of 3 distinct events, want 3", info.State.Msgs)
+	if info.State.Msgs != 4 {
+		t.Fatalf("stream holds %d events after 7 publishes of 4 distinct events, want 4", info.State.Msgs)
 	}
 
 	bad := msg
@@ -95,7 +101,12 @@ func TestPublishIsIdempotent(t *testing.T) {
 	if _, err := c.Publish(ctx, bad); !errors.Is(err, memindex.ErrInvalid) || !errors.As(err, &fe) || fe.Field != "seq" {
 		t.Fatalf("Publish(no seq)=%v, want a FieldError for seq wrapping ErrInvalid", err)
 	}
-	if info, _ := stream.Info(ctx); info.State.Msgs != 3 {
-		t.Fatalf("stream holds %d events after an invalid publish, want still 3", info.State.Msgs)
+	badBatch := batch
+	badBatch.Messages = []memindex.Message{{Seq: 5, Text: "fine"}, {Seq: 5, Text: "the same seq"}}
+	if _, err := c.Publish(ctx, badBatch); !errors.Is(err, memindex.ErrInvalid) || !errors.As(err, &fe) || fe.Field != "messages[1].seq" {
+		t.Fatalf("Publish(a seq twice)=%v, want a FieldError for messages[1].seq wrapping ErrInvalid", err)
+	}
+	if info, _ := stream.Info(ctx); info.State.Msgs != 4 {
+		t.Fatalf("stream holds %d events after invalid publishes, want still 4", info.State.Msgs)
 	}
 }

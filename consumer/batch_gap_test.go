@@ -2,14 +2,12 @@ package consumer_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"memindex"
 	"memindex/consumer"
 )
 
@@ -24,13 +22,7 @@ func TestABatchBehindIsNotCutByAPause(t *testing.T) {
 	const events, batch = 200, 10
 	r := newPipelineRigWith(t, consumer.Config{BatchSize: batch, MaxBatch: 2 * batch, BatchWait: time.Nanosecond}, func(js jetstream.JetStream) {
 		for i := range events {
-			b, err := json.Marshal(message("ns", fmt.Sprintf("chat-%d", i%7), "s1", int64(i/7)+1, fmt.Sprintf("message %d about the harbour", i)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := js.Publish(context.Background(), memindex.EventSubject("ns"), b); err != nil {
-				t.Fatal(err)
-			}
+			publishJSON(t, js, "ns", message("ns", fmt.Sprintf("chat-%d", i%7), "s1", int64(i/7)+1, fmt.Sprintf("message %d about the harbour", i)))
 		}
 	})
 	waitFor(t, "every event applied", func() bool {

@@ -29,13 +29,28 @@ func decodeMsg(l memindex.Limits, subject string, data []byte, stored time.Time)
 		return e, fmt.Errorf("field namespace: %q but published on the subject of namespace %q: %w", e.Namespace, ns, ErrWrongNamespace)
 	}
 	switch e.Type {
-	case memindex.TypeMessage, memindex.TypeSessionDeleted, memindex.TypeFileUpserted, memindex.TypeFileDeleted,
+	case memindex.TypeMessage, memindex.TypeMessages, memindex.TypeSessionDeleted, memindex.TypeFileUpserted, memindex.TypeFileDeleted,
 		memindex.TypeRecordUpserted, memindex.TypeRecordDeleted:
 	default:
 		return e, fmt.Errorf("event type %q is not handled by this worker version: %w", e.Type, memindex.ErrUnsupported)
 	}
-	if e.Type != memindex.TypeSessionDeleted && e.Timestamp == "" {
-		e.Timestamp = stored.UTC().Format(time.RFC3339Nano)
+	var at string // the stored time, formatted once
+	stamp := func(ts *string) {
+		if *ts == "" {
+			if at == "" {
+				at = stored.UTC().Format(time.RFC3339Nano)
+			}
+			*ts = at
+		}
+	}
+	switch e.Type {
+	case memindex.TypeSessionDeleted:
+	case memindex.TypeMessages:
+		for i := range e.Messages {
+			stamp(&e.Messages[i].Timestamp)
+		}
+	default:
+		stamp(&e.Timestamp)
 	}
 	return e, nil
 }

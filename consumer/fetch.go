@@ -38,6 +38,9 @@ type fetched struct {
 	events []memindex.Event
 	errs   []error
 	bytes  int
+	// size is what the batch counts against its limit: a message per
+	// message, a messages event's messages, one for every other event.
+	size int
 	// decode is the time the fetch stage spent decoding.
 	decode time.Duration
 }
@@ -58,6 +61,7 @@ func (b *fetched) add(l memindex.Limits, m jetstream.Msg, md *jetstream.MsgMetad
 	b.events = append(b.events, e)
 	b.errs = append(b.errs, err)
 	b.bytes += len(m.Data())
+	b.size += max(1, len(e.Messages))
 }
 
 // consumeOnce runs partition p's pipeline on one pull subscription until ctx
@@ -139,7 +143,8 @@ type prepared struct {
 // holds up to BatchSize events, waiting at most BatchWait for the next (or
 // longer while the stream holds more, see nextWait); once the partition is
 // behind (see batchLimit) up to MaxBatch, and never more than MaxBatchBytes
-// of payload.
+// of payload. A batch counts messages: a messages event counts its
+// messages (so a batch may pass its limit by one event's).
 func (w *Worker) fetch(ctx context.Context, p *partition, it jetstream.MessagesContext, pp *pipeline, out chan<- *prepared) error {
 	// Every consumeOnce runs on a consumer positioned just before (Add, or
 	// consume after an error), whose deliveries are numbered from 1; see
@@ -165,7 +170,7 @@ func (w *Worker) fetch(ctx context.Context, p *partition, it jetstream.MessagesC
 		// No heartbeat reaches the events of a batch being collected, so
 		// it is handed on within a third of AckWait whatever the waits.
 		closeBy := time.Now().Add(w.cfg.AckWait / 3)
-		for len(b.msgs) < w.batchLimit(md, pp) && b.bytes < w.cfg.MaxBatchBytes {
+		for b.size < w.batchLimit(md, pp) && b.bytes < w.cfg.MaxBatchBytes {
 			wait := w.nextWait(md, time.Until(closeBy))
 			if wait <= 0 {
 				break

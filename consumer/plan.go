@@ -44,22 +44,11 @@ func newPlanner() *planner {
 func (p *planner) add(e memindex.Event) {
 	switch e.Type {
 	case memindex.TypeMessage:
-		ref := store.SessionRef{Namespace: e.Namespace, SessionKey: e.SessionKey, SessionID: e.SessionID}
-		sp := p.sessions[ref]
-		if sp == nil {
-			// A deletion earlier in this batch empties the stored session
-			// before these messages apply, even if it came first.
-			sp = &sessionPlan{ref: ref, msgs: make(map[int64]store.Message), reset: p.deletedEarlier(ref)}
-			p.sessions[ref] = sp
-			p.order = append(p.order, ref)
-		}
-		text := e.Text
-		if c := strings.TrimSpace(e.ImageCaption); c != "" {
-			text = strings.TrimSpace(text + " [image: " + c + "]")
-		}
-		sp.msgs[e.Seq] = store.Message{
-			Namespace: e.Namespace, SessionKey: e.SessionKey, SessionID: e.SessionID,
-			Seq: e.Seq, ID: e.ID, Role: e.Role, Speaker: e.Speaker, Text: text, Time: e.Time(),
+		p.addMessage(&e)
+	case memindex.TypeMessages:
+		for _, m := range e.Messages {
+			me := e.Message(m)
+			p.addMessage(&me)
 		}
 	case memindex.TypeFileUpserted, memindex.TypeFileDeleted:
 		ref := store.FileRef{Namespace: e.Namespace, Path: e.Path}
@@ -83,6 +72,27 @@ func (p *planner) add(e memindex.Event) {
 				clear(sp.msgs)
 			}
 		}
+	}
+}
+
+// addMessage adds message event e to its session's plan.
+func (p *planner) addMessage(e *memindex.Event) {
+	ref := store.SessionRef{Namespace: e.Namespace, SessionKey: e.SessionKey, SessionID: e.SessionID}
+	sp := p.sessions[ref]
+	if sp == nil {
+		// A deletion earlier in this batch empties the stored session
+		// before these messages apply, even if it came first.
+		sp = &sessionPlan{ref: ref, msgs: make(map[int64]store.Message), reset: p.deletedEarlier(ref)}
+		p.sessions[ref] = sp
+		p.order = append(p.order, ref)
+	}
+	text := e.Text
+	if c := strings.TrimSpace(e.ImageCaption); c != "" {
+		text = strings.TrimSpace(text + " [image: " + c + "]")
+	}
+	sp.msgs[e.Seq] = store.Message{
+		Namespace: e.Namespace, SessionKey: e.SessionKey, SessionID: e.SessionID,
+		Seq: e.Seq, ID: e.ID, Role: e.Role, Speaker: e.Speaker, Text: text, Time: e.Time(),
 	}
 }
 

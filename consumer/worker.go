@@ -45,7 +45,9 @@ type Config struct {
 	// DefaultConsumerPrefix). Two workers consuming the same partitions into
 	// different shards (a new vector set being built) need different ones.
 	ConsumerPrefix string
-	// BatchSize is the most events applied in one transaction.
+	// BatchSize is the most messages applied in one transaction: an event
+	// counts one, a messages event its messages (the last event in may
+	// take a batch past it).
 	BatchSize int
 	// BatchWait is how long to wait for more events once one has arrived.
 	BatchWait time.Duration

@@ -69,6 +69,7 @@ type agreeCase struct {
 var minimalEvents = []agreeCase{
 	{"message", `{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"hi"}`},
 	{"message with only a caption", `{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"imageCaption":"a photo of a beagle"}`},
+	{"messages", `{"type":"messages","sessionKey":"k","sessionId":"s","messages":[{"seq":1,"text":"hi"}]}`},
 	{"session.deleted", `{"type":"session.deleted","sessionKey":"k"}`},
 	{"file.upserted", `{"type":"file.upserted","path":"notes/MEMORY.md"}`},
 	{"file.deleted", `{"type":"file.deleted","path":"notes/MEMORY.md"}`},
@@ -95,6 +96,19 @@ var eventCases = []agreeCase{
 	{"text of 64 KiB", `{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"` + strings.Repeat("a", memindex.MaxTextBytes) + `"}`},
 	{"CJK text", `{"type":"message","sessionKey":"微信:张三","sessionId":"二〇二六","seq":2,"speaker":"ユーザー","text":"我们的人工智能"}`},
 	{"empty namespace", `{"type":"file.deleted","namespace":"","path":"a.md"}`},
+	{"full messages", `{"type":"messages","namespace":"agent-7","sessionKey":"k","sessionId":"s","messages":[{"seq":1,"id":"m1","role":"user","speaker":"Ana","text":"hi","timestamp":"2026-11-30T09:12:00Z"},{"seq":2,"messageId":"D1:2","role":"assistant","imageCaption":"a beagle"}]}`},
+	{"messages of 1,000", `{"type":"messages","sessionKey":"k","sessionId":"s","messages":[` + messagesJSON(1000) + `]}`},
+	{"messages ignored by a message event", `{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"hi","messages":[{"seq":1,"text":"x"}]}`},
+	{"messages of 1,001", `{"type":"messages","sessionKey":"k","sessionId":"s","messages":[` + messagesJSON(1001) + `]}`},
+	{"messages empty", `{"type":"messages","sessionKey":"k","sessionId":"s","messages":[]}`},
+	{"messages without sessionId", `{"type":"messages","sessionKey":"k","messages":[{"seq":1,"text":"hi"}]}`},
+	{"messages not an array", `{"type":"messages","sessionKey":"k","sessionId":"s","messages":{"seq":1,"text":"hi"}}`},
+	{"a message of messages with seq 0", `{"type":"messages","sessionKey":"k","sessionId":"s","messages":[{"seq":1,"text":"hi"},{"seq":0,"text":"hi"}]}`},
+	{"a message of messages blank", `{"type":"messages","sessionKey":"k","sessionId":"s","messages":[{"seq":1,"text":" "}]}`},
+	{"a message of messages with a bad role", `{"type":"messages","sessionKey":"k","sessionId":"s","messages":[{"seq":1,"text":"hi","role":"bot"}]}`},
+	{"a message of messages with a bad timestamp", `{"type":"messages","sessionKey":"k","sessionId":"s","messages":[{"seq":1,"text":"hi","timestamp":"monday"}]}`},
+	{"a message of messages with a long id", `{"type":"messages","sessionKey":"k","sessionId":"s","messages":[{"seq":1,"text":"hi","id":"` + long + `"}]}`},
+	{"a message of messages with seq as a string", `{"type":"messages","sessionKey":"k","sessionId":"s","messages":[{"seq":"1","text":"hi"}]}`},
 
 	{"no type", `{"sessionKey":"k","sessionId":"s","seq":1,"text":"hi"}`},
 	{"unknown type", `{"type":"nope","sessionKey":"k"}`},
@@ -219,6 +233,8 @@ var knownDifferences = []knownDifference{
 		"Go's time.Parse takes a comma before fractional seconds; RFC 3339 does not"},
 	{"event", "offset minute 60", `{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"hi","timestamp":"2026-11-30T09:12:00+05:60"}`, true,
 		"Go's time.Parse does not range-check the offset's minutes"},
+	{"event", "messages out of seq order", `{"type":"messages","sessionKey":"k","sessionId":"s","messages":[{"seq":2,"text":"b"},{"seq":1,"text":"a"}]}`, false,
+		"a schema cannot compare one item's value with the one before: a messages event's seqs must rise"},
 	{"event", "a field name in another case", `{"TYPE":"file.deleted","Path":"a.md"}`, true,
 		"encoding/json matches field names case-insensitively; the names on the wire are the schema's"},
 	{"search-request", "a field set to null", `{"query":"q","mode":null}`, true,
@@ -269,7 +285,7 @@ func TestEventsAgreeWithGo(t *testing.T) {
 		judge(t, "event", "", goEvent, c)
 	}
 	// Every type's full form (every field filled) is valid to both.
-	for _, typ := range []string{memindex.TypeMessage, memindex.TypeSessionDeleted, memindex.TypeFileUpserted, memindex.TypeFileDeleted, memindex.TypeRecordUpserted, memindex.TypeRecordDeleted} {
+	for _, typ := range []string{memindex.TypeMessage, memindex.TypeMessages, memindex.TypeSessionDeleted, memindex.TypeFileUpserted, memindex.TypeFileDeleted, memindex.TypeRecordUpserted, memindex.TypeRecordDeleted} {
 		e := fill(wireTypes[0].typ, "").Interface().(memindex.Event)
 		e.Type = typ
 		data := mustJSON(t, e)
@@ -325,4 +341,16 @@ func boolErr(valid bool) error {
 		return nil
 	}
 	return fmt.Errorf("invalid")
+}
+
+// messagesJSON is n valid messages of a messages event, seqs 1 to n.
+func messagesJSON(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"seq":%d,"text":"m%d"}`, i, i)
+	}
+	return b.String()
 }

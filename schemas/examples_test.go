@@ -34,7 +34,7 @@ type example struct {
 }
 
 var eventTypes = map[string]bool{
-	memindex.TypeMessage: true, memindex.TypeSessionDeleted: true, memindex.TypeFileUpserted: true,
+	memindex.TypeMessage: true, memindex.TypeMessages: true, memindex.TypeSessionDeleted: true, memindex.TypeFileUpserted: true,
 	memindex.TypeFileDeleted: true, memindex.TypeRecordUpserted: true, memindex.TypeRecordDeleted: true,
 }
 

@@ -25,6 +25,7 @@ type wireType struct {
 // TestSchemasListEveryField until its schema has the property.
 var wireTypes = []wireType{
 	{"event", reflect.TypeFor[memindex.Event](), false},
+	{"event#/$defs/eventMessage", reflect.TypeFor[memindex.Message](), false},
 	{"search-request", reflect.TypeFor[memindex.SearchRequest](), false},
 	{"read-request", reflect.TypeFor[memindex.ReadRequest](), false},
 	{"search-response", reflect.TypeFor[memindex.SearchResponse](), true},

@@ -64,28 +64,41 @@ func TestBenchSuiteAtATinySize(t *testing.T) {
 		// The spread cases spread 20 sessions over 20 namespaces, the others
 		// over one.
 		switch f.System {
-		case bench.HotMemindexMany, bench.HotNATSMany:
+		case bench.HotMemindexMany, bench.HotNATSMany, bench.HotMemindexManyFresh, bench.HotMemindexManyBatched, bench.HotNATSManyBatched:
 			if f.Namespaces != 20 {
 				t.Errorf("hot %+v: want 20 namespaces", f)
 			}
-		case bench.HotMemindex, bench.HotBacklog, bench.HotNATS:
+		case bench.HotMemindex, bench.HotBacklog, bench.HotNATS, bench.HotMemindexBatched, bench.HotNATSBatched:
 			if f.Namespaces != 1 {
 				t.Errorf("hot %+v: want 1 namespace", f)
 			}
 		}
+		// The batched cases send 10 messages an event; the rate, CPU and
+		// batches are still counted in messages.
+		switch f.System {
+		case bench.HotMemindexBatched, bench.HotMemindexManyBatched, bench.HotNATSBatched, bench.HotNATSManyBatched:
+			if f.MessagesPerEvent != 10 {
+				t.Errorf("hot %+v: want 10 messages an event", f)
+			}
+		case bench.HotMemindex, bench.HotMemindexMany, bench.HotMemindexManyFresh, bench.HotNATS, bench.HotNATSMany:
+			if f.MessagesPerEvent != 1 {
+				t.Errorf("hot %+v: want 1 message an event", f)
+			}
+		}
 		// NATS alone is timed with the process's CPU, and commits nothing.
-		if (f.System == bench.HotNATS || f.System == bench.HotNATSMany) && (f.CPUMicrosPerMessage <= 0 || f.Commits != 0) {
+		if strings.HasPrefix(f.System, "NATS alone") && (f.CPUMicrosPerMessage <= 0 || f.Commits != 0) {
 			t.Errorf("hot %+v: want the CPU a message and no commits", f)
 		}
 		// memindex's rows count the worker's commits from its status: at
 		// least one, at most one a message.
-		if memindexRow := f.System == bench.HotMemindex || f.System == bench.HotMemindexMany || f.System == bench.HotBacklog; memindexRow && (f.Commits < 1 || f.Commits > f.Messages) {
+		if strings.HasPrefix(f.System, "memindex") && (f.Commits < 1 || f.Commits > f.Messages) {
 			t.Errorf("hot %+v: want between 1 and %d commits", f, f.Messages)
 		}
 	}
 	var wantHot []string
 	for _, n := range []int{200, 300} {
-		for _, s := range []string{bench.HotMemindex, bench.HotMemindexMany, bench.HotBacklog, bench.HotNATS, bench.HotNATSMany, bench.HotFTSBatch, bench.HotFTSOne, bench.HotEmbed1, bench.HotEmbedN} {
+		for _, s := range []string{bench.HotMemindex, bench.HotMemindexMany, bench.HotMemindexManyFresh, bench.HotMemindexBatched, bench.HotMemindexManyBatched, bench.HotBacklog,
+			bench.HotNATS, bench.HotNATSMany, bench.HotNATSBatched, bench.HotNATSManyBatched, bench.HotFTSBatch, bench.HotFTSOne, bench.HotEmbed1, bench.HotEmbedN} {
 			wantHot = append(wantHot, fmt.Sprintf("%s/%d", s, n))
 		}
 	}

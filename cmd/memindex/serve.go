@@ -88,7 +88,7 @@ func registerStackFlags(fs *flag.FlagSet, c *node.Config, d node.Config) {
 	fs.IntVar(&c.Breaker.Failures, "breaker-failures", envInt("MEMINDEX_BREAKER_FAILURES", d.Breaker.Failures), "consecutive provider failures that open the circuit breaker (MEMINDEX_BREAKER_FAILURES)")
 	fs.DurationVar(&c.Breaker.Cooldown, "breaker-cooldown", d.Breaker.Cooldown, "how long an open breaker waits before a probe")
 	fs.Int64Var(&c.CacheMaxBytes, "cache-max-bytes", int64(envInt("MEMINDEX_CACHE_MAX_BYTES", int(d.CacheMaxBytes))), "embedding cache size bound; least recently used entries go first; 0: unbounded (MEMINDEX_CACHE_MAX_BYTES)")
-	fs.IntVar(&c.Batch, "batch", envInt("MEMINDEX_BATCH", d.Batch), "most events applied in one transaction (MEMINDEX_BATCH)")
+	fs.IntVar(&c.Batch, "batch", envInt("MEMINDEX_BATCH", d.Batch), "most messages applied in one transaction: an event counts one, a messages event its messages (MEMINDEX_BATCH)")
 	fs.IntVar(&c.EmbedBatch, "embed-batch", envInt("MEMINDEX_EMBED_BATCH", d.EmbedBatch), "texts per embedding request (MEMINDEX_EMBED_BATCH)")
 	fs.IntVar(&c.EmbedConcurrency, "embed-concurrency", envInt("MEMINDEX_EMBED_CONCURRENCY", d.EmbedConcurrency), "embedding requests in flight (MEMINDEX_EMBED_CONCURRENCY)")
 	fs.IntVar(&c.ChunkTokens, "chunk-tokens", envInt("MEMINDEX_CHUNK_TOKENS", d.ChunkTokens), "most tokens of one indexed chunk: each session message is one chunk, a longer message is indexed in pieces and still returned whole; rebuild must use serve's (MEMINDEX_CHUNK_TOKENS)")

@@ -75,6 +75,7 @@ func (c *benchCluster) IngestLive(ctx context.Context, sets []string, lines [][]
 	if err != nil {
 		return ClusterIngestFigure{}, err
 	}
+	messages := countMessages(lines)
 	msgs, parts, err := c.corpusMsgs(lines)
 	if err != nil {
 		return ClusterIngestFigure{}, err
@@ -91,8 +92,8 @@ func (c *benchCluster) IngestLive(ctx context.Context, sets []string, lines [][]
 	}
 	el, u := time.Since(start).Seconds(), processUsage().since(u0)
 	fig := ClusterIngestFigure{Mode: IngestLive, PublishSeconds: published,
-		FaultsPerMessage: float64(u.faults) / float64(len(lines))}
-	err = c.tally(ctx, &fig, sets, len(lines), el, u.cpu.Seconds(), load0)
+		FaultsPerMessage: float64(u.faults) / float64(messages)}
+	err = c.tally(ctx, &fig, sets, messages, el, u.cpu.Seconds(), load0)
 	return fig, err
 }
 
@@ -101,6 +102,7 @@ func (c *benchCluster) IngestLive(ctx context.Context, sets []string, lines [][]
 // every partition's shard has applied the last stream sequence of its
 // events.
 func (c *benchCluster) IngestBacklog(ctx context.Context, sets []string, lines [][]byte) (ClusterIngestFigure, error) {
+	messages := countMessages(lines)
 	msgs, parts, err := c.corpusMsgs(lines)
 	if err != nil {
 		return ClusterIngestFigure{}, err
@@ -112,7 +114,7 @@ func (c *benchCluster) IngestBacklog(ctx context.Context, sets []string, lines [
 		return ClusterIngestFigure{}, err
 	}
 	fig := ClusterIngestFigure{Mode: IngestBacklog, PublishSeconds: time.Since(start).Seconds(),
-		PublishCPUMicrosPerMessage: processUsage().since(u0).cpu.Seconds() * 1e6 / float64(len(lines))}
+		PublishCPUMicrosPerMessage: processUsage().since(u0).cpu.Seconds() * 1e6 / float64(messages)}
 	if err := c.startNodes(ctx, sets, "", 0); err != nil {
 		return fig, err
 	}
@@ -127,8 +129,8 @@ func (c *benchCluster) IngestBacklog(ctx context.Context, sets []string, lines [
 		return fig, err
 	}
 	el, u := time.Since(start).Seconds(), processUsage().since(u0)
-	fig.FaultsPerMessage = float64(u.faults) / float64(len(lines))
-	err = c.tally(ctx, &fig, sets, len(lines), el, u.cpu.Seconds(), load0)
+	fig.FaultsPerMessage = float64(u.faults) / float64(messages)
+	err = c.tally(ctx, &fig, sets, messages, el, u.cpu.Seconds(), load0)
 	return fig, err
 }
 

@@ -40,9 +40,12 @@ type HotFigure struct {
 	// Namespaces is how many namespaces the sessions were spread over: 1
 	// but for the 100-namespace cases, which spread them over
 	// min(sessions, 100) (0: not recorded, a report from before it).
-	Namespaces int     `json:"namespaces,omitempty"`
-	Seconds    float64 `json:"seconds"`
-	PerSecond  float64 `json:"messagesPerSecond"`
+	Namespaces int `json:"namespaces,omitempty"`
+	// MessagesPerEvent is how many messages an event appended: 10 in the
+	// batched cases (messages events), else one (0: a report from before).
+	MessagesPerEvent int     `json:"messagesPerEvent,omitempty"`
+	Seconds          float64 `json:"seconds"`
+	PerSecond        float64 `json:"messagesPerSecond"`
 	// CPUMicrosPerMessage is the process's CPU time (user and system, all
 	// threads: the worker, the in-process NATS server and the publisher)
 	// over the run, a message; CoresBusy is that CPU time over the run's
@@ -75,10 +78,18 @@ const (
 	HotMemindex     = "memindex over NATS, one namespace"
 	HotMemindexMany = "memindex over NATS, 100 namespaces"
 	HotBacklog      = "memindex over NATS, one namespace, from a backlog"
-	HotFTSBatch     = "plain FTS5, one tx per batch"
-	HotFTSOne       = "plain FTS5, one tx"
-	HotEmbed1       = "built-in embedder, 1 goroutine"
-	HotEmbedN       = "built-in embedder, all CPUs"
+	// The cases on a worker and stream of their own (a fresh worker, as
+	// the one-namespace case's is, the first of its node): the spread
+	// case again, and both loads in messages events of hotEventMessages
+	// messages (consecutive messages of one session), as a publisher with
+	// many messages at hand sends them.
+	HotMemindexManyFresh   = "memindex over NATS, 100 namespaces, fresh worker"
+	HotMemindexBatched     = "memindex over NATS, one namespace, 10 messages an event, fresh worker"
+	HotMemindexManyBatched = "memindex over NATS, 100 namespaces, 10 messages an event, fresh worker"
+	HotFTSBatch            = "plain FTS5, one tx per batch"
+	HotFTSOne              = "plain FTS5, one tx"
+	HotEmbed1              = "built-in embedder, 1 goroutine"
+	HotEmbedN              = "built-in embedder, all CPUs"
 )
 
 // hotNamespace is the namespace the hot suite ingests n messages into (one
@@ -89,33 +100,72 @@ func hotNamespace(n int) string { return fmt.Sprintf("bench-hot-%d", n) }
 // spreads the hot namespace's sessions over.
 const hotManyNamespaces = 100
 
-// hotEvents returns n message events over sessions sessions, interleaved:
+// hotEventMessages is how many messages an event of the hot suite's
+// batched cases appends.
+const hotEventMessages = 10
+
+// hotEvents returns n messages over sessions sessions, interleaved:
 // message i is the (i/sessions+1)-th of session i%sessions, as a tenant's
-// many live conversations arrive. With namespaces 1 they are all of the
-// hot namespace; with more, session s is of namespace s%namespaces (the
-// spread case: messages of the same kind, many tenants, drawn from another
-// seed so that the embedding cache does not already hold their texts).
-func hotEvents(n, sessions, namespaces int) [][]byte {
-	seed := uint64(13)
+// many live conversations arrive; one event a message, or with per > 1 in
+// messages events of per consecutive messages of a session (message i is
+// then of session (i/per)%sessions). With namespaces 1 they are all of one
+// namespace; with more, session s is of namespace s%namespaces (the spread
+// case: messages of the same kind, many tenants). Each kind of load has
+// its own namespaces and texts (a seed of its own), so that no case finds
+// another's sessions, or texts in the embedding cache.
+func hotEvents(n, sessions, namespaces, per int) [][]byte {
+	per = max(per, 1)
+	seed, ns := uint64(13), hotNamespace(n)
+	if per > 1 {
+		seed, ns = 15, fmt.Sprintf("bench-hot-%d-x%d", n, per)
+	}
 	if namespaces > 1 {
-		seed = 14
+		seed++
 	}
 	g := corpus.New(seed)
-	out := make([][]byte, 0, n)
+	out := make([][]byte, 0, (n+per-1)/per)
+	var group []memindex.Message
 	for i := range n {
-		s := i % sessions
-		seq := int64(i/sessions + 1)
+		s := (i / per) % sessions
+		seq := int64(i/(per*sessions)*per + i%per + 1)
 		key := fmt.Sprintf("chat-%d", s)
-		ns := hotNamespace(n)
 		if namespaces > 1 {
 			ns = fmt.Sprintf("bench-many-%d-%02d", n, s%namespaces)
+			if per > 1 {
+				ns = fmt.Sprintf("bench-many-%d-x%d-%02d", n, per, s%namespaces)
+			}
 		}
-		b, _ := json.Marshal(memindex.Event{Type: memindex.TypeMessage, Namespace: ns, SessionKey: key,
-			SessionID: "s1", Seq: seq, ID: fmt.Sprintf("%s/s1/%d", key, seq), Speaker: g.Speakers[int(seq)%len(g.Speakers)],
-			Text: g.Sentence(12 + (i*7)%24), Timestamp: "2026-11-30T09:00:00Z"})
+		m := memindex.Message{Seq: seq, ID: fmt.Sprintf("%s/s1/%d", key, seq), Speaker: g.Speakers[int(seq)%len(g.Speakers)],
+			Text: g.Sentence(12 + (i*7)%24), Timestamp: "2026-11-30T09:00:00Z"}
+		var e memindex.Event
+		switch group = append(group, m); {
+		case per == 1:
+			e = memindex.Event{Type: memindex.TypeMessage, Namespace: ns, SessionKey: key, SessionID: "s1",
+				Seq: m.Seq, ID: m.ID, Speaker: m.Speaker, Text: m.Text, Timestamp: m.Timestamp}
+		case len(group) == per || i == n-1:
+			e = memindex.Event{Type: memindex.TypeMessages, Namespace: ns, SessionKey: key, SessionID: "s1", Messages: group}
+		default:
+			continue
+		}
+		b, _ := json.Marshal(e)
 		out = append(out, b)
+		group = group[:0]
 	}
 	return out
+}
+
+// countMessages is how many messages events lines append (a line that
+// is no event counts one).
+func countMessages(lines [][]byte) int {
+	n := 0
+	for _, l := range lines {
+		var e struct {
+			Messages []json.RawMessage `json:"messages"`
+		}
+		_ = json.Unmarshal(l, &e)
+		n += max(1, len(e.Messages))
+	}
+	return n
 }
 
 // runHot runs the hot suite's memindex cases on n: the hot namespace's
@@ -126,19 +176,20 @@ func hotEvents(n, sessions, namespaces int) [][]byte {
 // acknowledging every batch messages).
 func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, hot [][]byte, sessions, batch int, say func(string, ...any)) ([]HotFigure, error) {
 	var out []HotFigure
-	messages := len(hot)
-	many := hotEvents(messages, sessions, hotManyNamespaces)
+	messages := countMessages(hot)
+	many := hotEvents(messages, sessions, hotManyNamespaces, 1)
+	hotBatched := hotEvents(messages, sessions, 1, hotEventMessages)
+	manyBatched := hotEvents(messages, sessions, hotManyNamespaces, hotEventMessages)
 	spread := min(sessions, hotManyNamespaces)
 	for _, c := range []struct {
-		system     string
-		sessions   int
-		namespaces int
-		lines      [][]byte
+		system          string
+		namespaces, per int
+		lines           [][]byte
 	}{
-		{HotMemindex, sessions, 1, hot},
-		{HotMemindexMany, sessions, spread, many},
+		{HotMemindex, 1, 1, hot},
+		{HotMemindexMany, spread, 1, many},
 	} {
-		say("hot: %s, %d messages in %d sessions%s …", c.system, messages, c.sessions, spreadNote(c.namespaces))
+		say("hot: %s, %d messages in %d sessions%s …", c.system, messages, sessions, spreadNote(c.namespaces))
 		commits0, err := workerCommits(ctx, n)
 		if err != nil {
 			return nil, err
@@ -154,32 +205,55 @@ func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, ho
 		if err != nil {
 			return nil, err
 		}
-		hf := HotFigure{System: c.system, Messages: len(c.lines), Sessions: c.sessions, Namespaces: c.namespaces, Seconds: fig.Seconds, PerSecond: fig.PerSecond,
-			CPUMicrosPerMessage: cpu * 1e6 / float64(len(c.lines)), CoresBusy: cpu / wall, Commits: int(commits - commits0),
-			FaultsPerMessage: float64(u.faults) / float64(len(c.lines))}
+		hf := HotFigure{System: c.system, Messages: messages, Sessions: sessions, Namespaces: c.namespaces, MessagesPerEvent: c.per,
+			Seconds: fig.Seconds, PerSecond: float64(messages) / fig.Seconds,
+			CPUMicrosPerMessage: cpu * 1e6 / float64(messages), CoresBusy: cpu / wall, Commits: int(commits - commits0),
+			FaultsPerMessage: float64(u.faults) / float64(messages)}
 		out = append(out, hf)
 		say("  %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy, %.2f page faults a message, %d commits (%s messages a batch)",
-			fig.PerSecond, fig.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy, hf.FaultsPerMessage, hf.Commits, meanBatch(hf))
+			hf.PerSecond, hf.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy, hf.FaultsPerMessage, hf.Commits, meanBatch(hf))
+	}
+	// A worker that already holds the cases before runs slower (bigger
+	// shards, a bigger heap): these compare on fresh workers.
+	for _, c := range []struct {
+		system          string
+		namespaces, per int
+		lines           [][]byte
+	}{
+		{HotMemindexManyFresh, spread, 1, many},
+		{HotMemindexBatched, 1, hotEventMessages, hotBatched},
+		{HotMemindexManyBatched, spread, hotEventMessages, manyBatched},
+	} {
+		say("hot: %s, %d messages in %d sessions%s …", c.system, messages, sessions, spreadNote(c.namespaces))
+		hf, err := runHotAlone(ctx, h, dir+"-fresh", c.system, IngestLive, c.lines, sessions)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.system, err)
+		}
+		hf.Namespaces, hf.MessagesPerEvent = c.namespaces, c.per
+		say("  %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy, %.2f page faults a message, %d commits (%s messages a batch)",
+			hf.PerSecond, hf.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy, hf.FaultsPerMessage, hf.Commits, meanBatch(hf))
+		out = append(out, hf)
 	}
 	say("hot: %s, %d messages in %d sessions …", HotBacklog, messages, sessions)
-	hf, err := runHotBacklog(ctx, h, dir, hot, sessions)
+	hf, err := runHotAlone(ctx, h, dir, HotBacklog, IngestBacklog, hot, sessions)
 	if err != nil {
 		return nil, err
 	}
+	hf.Namespaces, hf.MessagesPerEvent = 1, 1
 	say("  published alone in %.2fs (%.0f µs of CPU a message); then %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy, %.2f page faults a message, %d commits (%s messages a batch)",
 		hf.PublishSeconds, hf.PublishCPUMicrosPerMessage, hf.PerSecond, hf.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy, hf.FaultsPerMessage, hf.Commits, meanBatch(hf))
 	out = append(out, hf)
 	for _, c := range []struct {
-		system     string
-		namespaces int
-		lines      [][]byte
-	}{{HotNATS, 1, hot}, {HotNATSMany, spread, many}} {
+		system          string
+		namespaces, per int
+		lines           [][]byte
+	}{{HotNATS, 1, 1, hot}, {HotNATSMany, spread, 1, many}, {HotNATSBatched, 1, hotEventMessages, hotBatched}, {HotNATSManyBatched, spread, hotEventMessages, manyBatched}} {
 		say("hot: %s (publish, fetch, ack; nothing indexed), %d messages%s …", c.system, messages, spreadNote(c.namespaces))
 		hf, err := runHotNATS(ctx, h, dir+"-nats", c.system, c.lines, sessions, batch)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.system, err)
 		}
-		hf.Namespaces = c.namespaces
+		hf.Namespaces, hf.MessagesPerEvent = c.namespaces, c.per
 		say("  %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy", hf.PerSecond, hf.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy)
 		out = append(out, hf)
 	}
@@ -198,14 +272,20 @@ func spreadNote(namespaces int) string {
 	return fmt.Sprintf(" (spread over %d namespaces: one a session)", namespaces)
 }
 
-// runHotBacklog publishes lines (over sessions sessions) into a NATS
-// server of its own under dir with no worker running, then starts one
-// worker holding every partition and times it from its first fetch to its
-// last commit (the cluster suite's backlog mode).
-func runHotBacklog(ctx context.Context, h harness.Hooks, dir string, lines [][]byte, sessions int) (HotFigure, error) {
+// runHotAlone runs lines (over sessions sessions) through a NATS server of
+// its own under dir and one worker holding every partition, in mode:
+// IngestLive starts the worker, then publishes and times from the first
+// publish to the last commit; IngestBacklog publishes with no worker
+// running, then starts one and times it from its first fetch to its last
+// commit (the cluster suite's modes).
+func runHotAlone(ctx context.Context, h harness.Hooks, dir, system, mode string, lines [][]byte, sessions int) (HotFigure, error) {
 	var hf HotFigure
 	err := withBenchCluster(ctx, h, dir, func(c *benchCluster) error {
-		fig, err := c.IngestBacklog(ctx, []string{fmt.Sprintf("0-%d", memindex.DefaultPartitions-1)}, lines)
+		run := c.IngestLive
+		if mode == IngestBacklog {
+			run = c.IngestBacklog
+		}
+		fig, err := run(ctx, []string{fmt.Sprintf("0-%d", memindex.DefaultPartitions-1)}, lines)
 		if err != nil {
 			return err
 		}
@@ -213,9 +293,12 @@ func runHotBacklog(ctx context.Context, h harness.Hooks, dir string, lines [][]b
 		if err != nil {
 			return err
 		}
-		hf = HotFigure{System: HotBacklog, Messages: fig.Messages, Sessions: sessions, Namespaces: 1, Seconds: fig.Seconds, PerSecond: fig.PerSecond,
+		hf = HotFigure{System: system, Messages: fig.Messages, Sessions: sessions, Seconds: fig.Seconds, PerSecond: fig.PerSecond,
 			CPUMicrosPerMessage: fig.CPUMicrosPerMessage, CoresBusy: fig.CoresBusy, Commits: int(commits), FaultsPerMessage: fig.FaultsPerMessage,
 			PublishSeconds: fig.PublishSeconds, PublishCPUMicrosPerMessage: fig.PublishCPUMicrosPerMessage}
+		if mode == IngestLive {
+			hf.PublishSeconds = 0 // the publishing overlapped the run
+		}
 		return nil
 	})
 	return hf, err

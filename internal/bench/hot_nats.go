@@ -15,8 +15,10 @@ import (
 // Systems of the hot suite's transport floor: the same events through the
 // same NATS server, stream and consumers, with nothing indexed.
 const (
-	HotNATS     = "NATS alone, one namespace"
-	HotNATSMany = "NATS alone, 100 namespaces"
+	HotNATS            = "NATS alone, one namespace"
+	HotNATSMany        = "NATS alone, 100 namespaces"
+	HotNATSBatched     = "NATS alone, one namespace, 10 messages an event"
+	HotNATSManyBatched = "NATS alone, 100 namespaces, 10 messages an event"
 )
 
 // runHotNATS times the transport a worker cannot do without, on the
@@ -25,12 +27,13 @@ const (
 // (filtered to the partition, AckAll, the same pull buffer), and the
 // events turned into messages and published as the memindex cases do, while the
 // consumers take them in. Each consumer acknowledges every batch
-// messages, as a worker acknowledges a batch, and nothing else: no
+// events, as a worker acknowledges a batch, and nothing else: no
 // decoding, no planning, no SQLite. Seconds run from the first publish to
 // the last message's arrival, and the CPU a message is the process's
 // (publisher, server and consumers) over that time.
 func runHotNATS(ctx context.Context, h harness.Hooks, dir, system string, lines [][]byte, sessions, batch int) (HotFigure, error) {
 	var hf HotFigure
+	messages := countMessages(lines)
 	err := withBenchCluster(ctx, h, dir, func(c *benchCluster) error {
 		its := map[int]jetstream.MessagesContext{}
 		defer func() {
@@ -84,9 +87,9 @@ func runHotNATS(ctx context.Context, h harness.Hooks, dir, system string, lines 
 			return err
 		}
 		el, u := time.Since(start).Seconds(), processUsage().since(u0)
-		hf = HotFigure{System: system, Messages: len(lines), Sessions: sessions, Seconds: el, PerSecond: float64(len(lines)) / el,
-			CPUMicrosPerMessage: u.cpu.Seconds() * 1e6 / float64(len(lines)), CoresBusy: u.cpu.Seconds() / el,
-			FaultsPerMessage: float64(u.faults) / float64(len(lines))}
+		hf = HotFigure{System: system, Messages: messages, Sessions: sessions, Seconds: el, PerSecond: float64(messages) / el,
+			CPUMicrosPerMessage: u.cpu.Seconds() * 1e6 / float64(messages), CoresBusy: u.cpu.Seconds() / el,
+			FaultsPerMessage: float64(u.faults) / float64(messages)}
 		return nil
 	})
 	return hf, err

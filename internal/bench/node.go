@@ -72,7 +72,7 @@ func runNodeSuites(ctx context.Context, cfg Config, run map[string]bool, rep *Re
 		if !run["hot"] || size <= 0 {
 			break
 		}
-		hot := hotEvents(size, cfg.HotSessions, 1)
+		hot := hotEvents(size, cfg.HotSessions, 1, 1)
 		figs, err := runHot(ctx, cfg.Hooks, n, filepath.Join(cfg.Dir, fmt.Sprintf("hot-backlog-%d", size)), hot, cfg.HotSessions, spec.Batch, say)
 		if err != nil {
 			return err

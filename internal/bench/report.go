@@ -176,7 +176,8 @@ func writeHotOverNATS(w io.Writer, figs []HotFigure) {
 	}
 	for _, n := range sizes {
 		var parts []string
-		for _, p := range [][3]string{{HotMemindex, HotNATS, "one namespace"}, {HotMemindexMany, HotNATSMany, "100 namespaces"}} {
+		for _, p := range [][3]string{{HotMemindex, HotNATS, "one namespace"}, {HotMemindexMany, HotNATSMany, "100 namespaces"},
+			{HotMemindexBatched, HotNATSBatched, "one namespace in events of 10"}, {HotMemindexManyBatched, HotNATSManyBatched, "100 namespaces in events of 10"}} {
 			if m, t := rate[key{p[0], n}], rate[key{p[1], n}]; m > 0 && t > 0 {
 				parts = append(parts, fmt.Sprintf("%s %.2f", p[2], m/t))
 			}
