@@ -118,6 +118,10 @@ type LinesConfig struct {
 	// called on PublishLines' goroutine, for a progress bar.
 	Read  func(bytes int64)
 	Acked func(total int64)
+	// Settled, when set, is told of each line the stream acknowledged,
+	// and whether it already held it (a duplicate), on PublishLines'
+	// goroutine before the Acked of its round.
+	Settled func(line int, duplicate bool)
 }
 
 // PublishLines publishes every non-blank JSONL line of r as an event
@@ -137,6 +141,9 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 	}
 	if cfg.Acked == nil {
 		cfg.Acked = func(int64) {}
+	}
+	if cfg.Settled == nil {
+		cfg.Settled = func(int, bool) {}
 	}
 	problem := cfg.Problem
 	if problem == nil {
@@ -163,6 +170,7 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 					res.Published++
 				}
 				res.LastSeq = max(res.LastSeq, ack.Sequence)
+				cfg.Settled(s.line, ack.Duplicate)
 			case err := <-s.f.Err():
 				res.Failed++
 				problem(s.line, fmt.Errorf("publish to %s failed: %w", s.f.Msg().Subject, err))

@@ -21,10 +21,13 @@
 //     session, stable across runs), a bad line reported by file and line
 //     with its reason while the rest continue, and a Summary (files,
 //     sessions, messages, skipped records by reason, bad lines, what the
-//     stream acknowledged). Run streams them through one
-//     client.PublishLines (parsing on a goroutine it owns), so
-//     every message carries the Nats-Msg-Id
-//     "<namespace>/<sessionKey>/<sessionId>/<seq>" and importing the same
+//     stream acknowledged, in messages). Run streams them through one
+//     client.PublishLines (parsing on a goroutine it owns), consecutive
+//     messages of a session grouped into messages events (the grouper:
+//     Config.EventMessages, 128 KiB of text). The groups depend only on
+//     the input, so every event carries the same Nats-Msg-Id on every run
+//     (a lone message "<namespace>/<sessionKey>/<sessionId>/<seq>", a
+//     messages event the hash of its payload) and importing the same
 //     history again stores nothing new (the stream de-duplicates within
 //     its window; past it the worker upserts the same (session, seq) with
 //     the same content).

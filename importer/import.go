@@ -60,6 +60,13 @@ type Config struct {
 	// history with the same setting every time.
 	ToolResults bool
 
+	// EventMessages is the most messages Run and DryRun put in one event:
+	// consecutive messages of one session go out as one messages event
+	// (Group), which the stream and the workers take in for about the cost
+	// of one message. 0: DefaultEventMessages; 1: one message event a
+	// message.
+	EventMessages int
+
 	// MaxPending bounds Run's publishes in flight (0: 4096); AckTimeout
 	// bounds the wait for each acknowledgement (0: client's default).
 	MaxPending int
@@ -87,6 +94,9 @@ func (c Config) Validate() error {
 		}
 	default:
 		return fmt.Errorf("format %q is not openclaw, jsonl or empty (auto): %w", c.Format, ErrConfig)
+	}
+	if c.EventMessages < 0 || c.EventMessages > memindex.MaxEventMessages {
+		return fmt.Errorf("event messages %d: want 1 to %d (0: %d): %w", c.EventMessages, memindex.MaxEventMessages, DefaultEventMessages, ErrConfig)
 	}
 	if c.SessionKey != "" {
 		if err := (&memindex.Event{Type: memindex.TypeSessionDeleted, SessionKey: c.SessionKey}).Validate(); err != nil {
@@ -178,18 +188,26 @@ func Parse(ctx context.Context, ins []Input, cfg Config, emit func(Message) erro
 	return p.sum, nil
 }
 
-// DryRun is Parse writing each message event to w as the JSON line Run
-// would publish (`memindex publish` takes them as they are).
+// DryRun is Parse writing each event to w as the JSON line Run would
+// publish (`memindex publish` takes them as they are).
 func DryRun(ctx context.Context, ins []Input, cfg Config, w io.Writer) (Summary, error) {
 	enc := json.NewEncoder(w)
-	sum, err := Parse(ctx, ins, cfg, func(m Message) error { return enc.Encode(m.Event) })
+	g := newGrouper(cfg.EventMessages, func(ev memindex.Event, _ Message, _ int) error { return enc.Encode(ev) })
+	sum, err := Parse(ctx, ins, cfg, g.add)
+	if err == nil {
+		err = g.flush()
+	}
 	sum.DryRun = true
 	return sum, err
 }
 
 // Run is Parse publishing the messages on nc with one client.PublishLines
-// stream, at most MaxPending unacknowledged, every one with the Nats-Msg-Id
-// "<namespace>/<sessionKey>/<sessionId>/<seq>". Parsing runs on a
+// stream, at most MaxPending unacknowledged, in events of up to
+// EventMessages messages (Group), with the Nats-Msg-Id rule of `memindex
+// publish`: a message event's is "<namespace>/<sessionKey>/<sessionId>/<seq>",
+// a messages event's the hash of its payload, the same on every run over
+// the same history. Published, Duplicates, Failed and Acked count
+// messages. Parsing runs on a
 // goroutine of Run's while the caller's publishes, so the callbacks of
 // Config may be called from either, never two at once. A failed publish
 // is reported as a Problem at its source line. The error is Parse's, or
@@ -223,8 +241,9 @@ func Run(ctx context.Context, nc *nats.Conn, ins []Input, cfg Config) (Summary, 
 		}
 	}
 
-	// origins[i] is where the i-th published line came from.
-	type origin struct{ file, line int32 }
+	// origins[i] is where the i-th published line came from and how many
+	// messages it holds.
+	type origin struct{ file, line, n int32 }
 	var (
 		mu      sync.Mutex
 		origins []origin
@@ -238,44 +257,66 @@ func Run(ctx context.Context, nc *nats.Conn, ins []Input, cfg Config) (Summary, 
 	go func() {
 		defer close(done)
 		enc := json.NewEncoder(pw) // one Write a line
-		parsed, parseErr = Parse(ctx, ins, cfg, func(m Message) error {
+		g := newGrouper(cfg.EventMessages, func(ev memindex.Event, first Message, n int) error {
 			mu.Lock()
-			if len(files) == 0 || files[len(files)-1] != m.File {
-				files = append(files, m.File)
+			if len(files) == 0 || files[len(files)-1] != first.File {
+				files = append(files, first.File)
 			}
-			origins = append(origins, origin{int32(len(files) - 1), int32(m.Line)})
+			origins = append(origins, origin{int32(len(files) - 1), int32(first.Line), int32(n)})
 			mu.Unlock()
-			return enc.Encode(m.Event)
+			return enc.Encode(ev)
 		})
+		parsed, parseErr = Parse(ctx, ins, cfg, g.add)
+		if parseErr == nil {
+			parseErr = g.flush()
+		}
 		pw.CloseWithError(parseErr) // nil: the publisher reads EOF
 	}()
 
-	var late []Problem // failed publishes, added to the summary at the end
-	var taken int64
+	var late []Problem                             // failed publishes, added to the summary at the end
+	var taken, published, duplicates, failed int64 // messages
+	lineOf := func(line int) origin {
+		mu.Lock()
+		defer mu.Unlock()
+		return origins[line-1]
+	}
 	res, pubErr := client.PublishLines(ctx, nc, pr, client.LinesConfig{
 		Namespace: cfg.Namespace, MaxPending: cfg.MaxPending, AckTimeout: cfg.AckTimeout,
 		Problem: func(line int, err error) {
+			o := lineOf(line)
+			reason := err.Error()
+			if o.n > 1 {
+				reason = fmt.Sprintf("%s (an event of %d messages, from this line on)", reason, o.n)
+			}
 			mu.Lock()
-			o := origins[line-1]
-			pr := Problem{File: files[o.file], Line: int(o.line), Reason: err.Error()}
+			pr := Problem{File: files[o.file], Line: int(o.line), Reason: reason}
 			mu.Unlock()
+			failed += int64(o.n)
 			late = append(late, pr)
 			cfg.Problem(pr)
 			if taken == 0 && len(late) == 100 {
-				cancel(fmt.Errorf("the stream took none of the first 100 messages: %w", err))
+				cancel(fmt.Errorf("the stream took none of the first 100 events: %w", err))
 			}
 		},
-		Acked: func(n int64) {
-			taken = n
+		Settled: func(line int, duplicate bool) {
+			n := int64(lineOf(line).n)
+			if duplicate {
+				duplicates += n
+			} else {
+				published += n
+			}
+		},
+		Acked: func(int64) {
+			taken = published + duplicates
 			if user.Acked != nil {
-				locked(func() { user.Acked(n) })
+				locked(func() { user.Acked(taken) })
 			}
 		},
 	})
 	pr.CloseWithError(errPublishStopped) // unblocks the parser if publishing ended early
 	<-done
 
-	parsed.Published, parsed.Duplicates, parsed.Failed, parsed.LastSeq = res.Published, res.Duplicates, res.Failed+res.Rejected, res.LastSeq
+	parsed.Published, parsed.Duplicates, parsed.Failed, parsed.LastSeq = published, duplicates, failed, res.LastSeq
 	for _, pr := range late {
 		if len(parsed.Problems) < maxProblems {
 			parsed.Problems = append(parsed.Problems, pr)
@@ -320,4 +361,71 @@ func streamTakes(ctx context.Context, nc *nats.Conn, ns string, timeout time.Dur
 		return fmt.Errorf("find the stream of %s: %w", subj, err)
 	}
 	return nil
+}
+
+// DefaultEventMessages is Config.EventMessages when it is 0.
+const DefaultEventMessages = 100
+
+// maxGroupText bounds the text (and ids, speakers, captions) of the
+// messages one event of Group carries: JSON escapes a byte to at most 6
+// (\u003c), so the event stays under memindex.MaxEventBytes.
+const maxGroupText = 128 << 10
+
+// grouper is Group's state: the run of messages waiting to go out.
+type grouper struct {
+	max  int
+	run  []Message
+	text int
+	emit func(ev memindex.Event, first Message, n int) error
+}
+
+// newGrouper returns the Group that calls emit with each event, the first
+// of its messages and how many it holds.
+func newGrouper(max int, emit func(ev memindex.Event, first Message, n int) error) *grouper {
+	if max <= 0 {
+		max = DefaultEventMessages
+	}
+	return &grouper{max: max, emit: emit}
+}
+
+// add takes the next message in input order. Group: a run of consecutive
+// messages of one session, each seq above the one before, at most max of
+// them and maxGroupText of their text, goes out as one messages event; a
+// run of one as the message event it is (whose Nats-Msg-Id is its session
+// position). The runs depend only on the input, so the same history makes
+// the same events.
+func (g *grouper) add(m Message) error {
+	size := len(m.Event.Text) + len(m.Event.ImageCaption) + len(m.Event.ID) + len(m.Event.Speaker)
+	if n := len(g.run); n > 0 {
+		last := g.run[n-1].Event
+		if n >= g.max || g.text+size > maxGroupText || m.Event.Namespace != last.Namespace || m.Event.SessionKey != last.SessionKey ||
+			m.Event.SessionID != last.SessionID || m.Event.Seq <= last.Seq {
+			if err := g.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	g.run = append(g.run, m)
+	g.text += size
+	return nil
+}
+
+// flush sends the run.
+func (g *grouper) flush() error {
+	if len(g.run) == 0 {
+		return nil
+	}
+	ev := g.run[0].Event
+	if len(g.run) > 1 {
+		ev = memindex.Event{Type: memindex.TypeMessages, Namespace: ev.Namespace, SessionKey: ev.SessionKey, SessionID: ev.SessionID,
+			Messages: make([]memindex.Message, len(g.run))}
+		for i, m := range g.run {
+			e := m.Event
+			ev.Messages[i] = memindex.Message{Seq: e.Seq, ID: e.ID, Role: e.Role, Speaker: e.Speaker, Text: e.Text, ImageCaption: e.ImageCaption, Timestamp: e.Timestamp}
+		}
+	}
+	err := g.emit(ev, g.run[0], len(g.run))
+	clear(g.run)
+	g.run, g.text = g.run[:0], 0
+	return err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/schollz/progressbar/v3"
 
+	"memindex"
 	"memindex/importer"
 )
 
@@ -25,6 +26,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	dryRun := fs.Bool("dry-run", false, "parse and validate only: print the events that would be sent (JSONL, on stdout) and the summary (on stderr); connect to nothing")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	maxPending := fs.Int("max-pending", 4096, "unacknowledged publishes in flight")
+	eventMessages := fs.Int("event-messages", importer.DefaultEventMessages, fmt.Sprintf("most messages in one event: consecutive messages of a session go out as one messages event (1 to %d; 1: one event a message)", memindex.MaxEventMessages))
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -33,7 +35,10 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fs.Usage()
 		return fmt.Errorf("name the transcripts: files, directories (walked for *.jsonl), or - for stdin")
 	}
-	cfg := importer.Config{Namespace: *ns, SessionKey: *sessionKey, ToolResults: *toolResults,
+	if *eventMessages < 1 {
+		return fmt.Errorf("--event-messages %d: want 1 to %d", *eventMessages, memindex.MaxEventMessages)
+	}
+	cfg := importer.Config{Namespace: *ns, SessionKey: *sessionKey, ToolResults: *toolResults, EventMessages: *eventMessages,
 		MaxPending: *maxPending, AckTimeout: conn.Timeout,
 		Problem: func(p importer.Problem) { fmt.Fprintln(stderr, p) }}
 	switch *format {

@@ -146,9 +146,14 @@ func TestImportBadInput(t *testing.T) {
 		if err != nil {
 			t.Fatalf("dry run printed %q: %v", line, err)
 		}
-		evs = append(evs, ev)
+		if ev.Type != memindex.TypeMessages {
+			t.Fatalf("dry run printed %q, want a messages event: the good lines are of one session", line)
+		}
+		for _, m := range ev.Messages {
+			evs = append(evs, ev.Message(m))
+		}
 	}
 	if len(evs) != 2 || evs[0].Seq != 1 || evs[1].Seq != 2 || evs[1].Text != "hi, Ana" || evs[1].SessionKey != "chat" {
-		t.Fatalf("dry run events %+v, want the 2 good lines as seq 1 and 2", evs)
+		t.Fatalf("dry run messages %+v, want the 2 good lines as seq 1 and 2 in one event", evs)
 	}
 }

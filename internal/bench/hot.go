@@ -213,8 +213,9 @@ func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, ho
 		say("  %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy, %.2f page faults a message, %d commits (%s messages a batch)",
 			hf.PerSecond, hf.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy, hf.FaultsPerMessage, hf.Commits, meanBatch(hf))
 	}
-	// A worker that already holds the cases before runs slower (bigger
-	// shards, a bigger heap): these compare on fresh workers.
+	// These compare on fresh workers, each with a stream of its own: in
+	// one worker, the cases that ran later ran slower, whichever they
+	// were (BENCHMARKS.md).
 	for _, c := range []struct {
 		system          string
 		namespaces, per int
