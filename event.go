@@ -3,6 +3,7 @@ package memindex
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -248,7 +249,10 @@ func (l Limits) ValidateEvent(e *Event) error {
 	}
 	switch e.Type {
 	case TypeMessage:
-		return l.validateMessage(e, -1)
+		if err := checkSession(e); err != nil {
+			return err
+		}
+		return l.messageFields(e)
 	case TypeMessages:
 		return l.validateMessages(e)
 	case TypeSessionDeleted:
@@ -316,31 +320,9 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// validateMessage checks the fields of message event e; with i ≥ 0, e is
-// the i-th message of a messages event (Event.Message), whose session
-// fields were checked, and the fields named are that message's.
-func (l Limits) validateMessage(e *Event, i int) error {
-	if i < 0 {
-		if err := checkKey("sessionKey", e.SessionKey, true); err != nil {
-			return err
-		}
-		if err := checkKey("sessionId", e.SessionID, true); err != nil {
-			return err
-		}
-	}
-	err := l.messageFields(e)
-	if fe, ok := err.(*FieldError); ok && i >= 0 {
-		fe.Field = fmt.Sprintf("messages[%d].%s", i, fe.Field)
-	}
-	return err
-}
-
 // validateMessages checks the fields of messages event e.
 func (l Limits) validateMessages(e *Event) error {
-	if err := checkKey("sessionKey", e.SessionKey, true); err != nil {
-		return err
-	}
-	if err := checkKey("sessionId", e.SessionID, true); err != nil {
+	if err := checkSession(e); err != nil {
 		return err
 	}
 	switch n := len(e.Messages); {
@@ -354,11 +336,24 @@ func (l Limits) validateMessages(e *Event) error {
 			return fieldErr(fmt.Sprintf("messages[%d].seq", i), "is %d after %d: a messages event holds its messages in seq order, each seq once", m.Seq, e.Messages[i-1].Seq)
 		}
 		me := e.Message(m)
-		if err := l.validateMessage(&me, i); err != nil {
+		if err := l.messageFields(&me); err != nil {
+			var fe *FieldError
+			if errors.As(err, &fe) {
+				fe.Field = fmt.Sprintf("messages[%d].%s", i, fe.Field)
+			}
 			return err
 		}
 	}
 	return nil
+}
+
+// checkSession checks the session fields a message or messages event
+// requires.
+func checkSession(e *Event) error {
+	if err := checkKey("sessionKey", e.SessionKey, true); err != nil {
+		return err
+	}
+	return checkKey("sessionId", e.SessionID, true)
 }
 
 // messageFields checks a message's own fields: all of a message event's

@@ -37,6 +37,9 @@ func eventBytes(e Event) int {
 	for _, t := range e.Tags {
 		n += len(t)
 	}
+	for _, m := range e.Messages {
+		n += len(m.ID) + len(m.MessageID) + len(m.Role) + len(m.Speaker) + len(m.Text) + len(m.ImageCaption) + len(m.Timestamp)
+	}
 	return n
 }
 
@@ -97,6 +100,14 @@ func FuzzDecodeEvent(f *testing.F) {
 		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"x","seq":2}`,
 		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1 ,"text" : "spaces" }`,
 		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"x"`,
+		`{"type":"messages","sessionKey":"k","sessionId":"s","messages":[{"seq":1,"text":"a"},{"seq":2,"messageId":"D1:2","role":"user","speaker":"Ana","imageCaption":"a cat","timestamp":"2026-11-30T09:12:00Z"}]}`,
+		`{"type":"messages","sessionKey":"k","sessionId":"s","messages":[{"seq":2,"text":"a"},{"seq":1,"text":"b"}]}`,
+		`{"type":"messages","sessionKey":"k","sessionId":"s","messages":[{"SEQ":1,"Text":"case"},{"seq":3,"text":"x","seq":4}]}`,
+		`{"type":"messages","sessionKey":"k","sessionId":"s","messages":[]}`,
+		`{"type":"messages","sessionKey":"k","sessionId":"s","messages":null}`,
+		`{"type":"messages","sessionKey":"k","sessionId":"s","messages":[{"seq":1,"text":"a"}],"messages":[{"seq":5,"text":"last wins"}]}`,
+		`{"type":"message","sessionKey":"k","sessionId":"s","seq":1,"text":"x","messages":[]}`,
+		`{"type":"messages","sessionKey":"k","sessionId":"s","messages":[{"seq":1,"text":"a","ſeq":2}]}`,
 	} {
 		f.Add([]byte(s), uint16(0), uint16(0))
 		f.Add([]byte(s), uint16(5), uint16(7))
@@ -120,6 +131,11 @@ func FuzzDecodeEvent(f *testing.F) {
 		if len(e.Text) > w.MaxTextBytes || len(e.ImageCaption) > w.MaxTextBytes {
 			t.Fatalf("DecodeEvent() accepted text of %d bytes over the limit %d", len(e.Text), w.MaxTextBytes)
 		}
+		for _, m := range e.Messages {
+			if e.Type == TypeMessages && (len(m.Text) > w.MaxTextBytes || len(m.ImageCaption) > w.MaxTextBytes || (l.MaxSessionMessages > 0 && m.Seq > l.MaxSessionMessages)) {
+				t.Fatalf("DecodeEvent() accepted a message of a messages event over the limits: seq %d, text %d bytes", m.Seq, len(m.Text))
+			}
+		}
 		if l.MaxSessionMessages > 0 && e.Type == TypeMessage && e.Seq > l.MaxSessionMessages {
 			t.Fatalf("DecodeEvent() accepted seq %d over the session limit %d", e.Seq, l.MaxSessionMessages)
 		}
@@ -135,6 +151,9 @@ func FuzzDecodeEvent(f *testing.F) {
 			e2, err := l.DecodeEvent(again)
 			if len(e.Tags) == 0 && len(e2.Tags) == 0 { // "tags":[] re-encodes as no tags
 				e2.Tags = e.Tags
+			}
+			if len(e.Messages) == 0 && len(e2.Messages) == 0 { // as "messages":[]
+				e2.Messages = e.Messages
 			}
 			if err != nil || !reflect.DeepEqual(e, e2) {
 				t.Fatalf("re-decoding %s: %+v, %v; want %+v", again, e2, err, e)
