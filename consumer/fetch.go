@@ -223,6 +223,12 @@ func (w *Worker) prepare(ctx context.Context, p *partition, pp *pipeline, b *fet
 			continue
 		}
 		pb.bt.message(tctx, m, seq, OutcomeIndexed, "")
+		switch e := &b.events[i]; e.Type {
+		case memindex.TypeMessage:
+			pb.stats.Messages++
+		case memindex.TypeMessages:
+			pb.stats.Messages += len(e.Messages)
+		}
 		pb.pl.add(b.events[i])
 	}
 	pb.stats.DLQ, pb.stats.Indexed = len(pb.dead), pb.fresh-len(pb.dead)

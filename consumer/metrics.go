@@ -26,10 +26,13 @@ type Metrics interface {
 	ShardError(partition int, err error)
 }
 
-// BatchStats describes one batch: how many of its messages had each outcome
-// and how long it took from the fetch of its messages to their ack.
+// BatchStats describes one batch: how many of its events had each outcome,
+// how many session messages the indexed ones applied (one a message event,
+// each of a messages event's), and how long it took from the fetch of its
+// events to their ack.
 type BatchStats struct {
 	Indexed, DLQ, Duplicate int
+	Messages                int
 	Duration                time.Duration
 }
 

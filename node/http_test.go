@@ -168,6 +168,7 @@ func TestMetricsAfterIngestAndSearch(t *testing.T) {
 	wantSeries(t, m, `memindex_ingest_messages_total{outcome="indexed"}`, first)
 	wantSeries(t, m, `memindex_ingest_messages_total{outcome="dlq"}`, 1)
 	wantSeries(t, m, `memindex_ingest_messages_total{outcome="duplicate"}`, 0)
+	wantSeries(t, m, `memindex_session_messages_indexed_total`, first)
 	wantSeries(t, m, `memindex_search_duration_seconds_count{leg="total"}`, searches)
 	wantSeries(t, m, `memindex_search_duration_seconds_count{leg="keyword"}`, searches)
 	wantSeries(t, m, `memindex_search_duration_seconds_count{leg="vector"}`, searches)
@@ -215,9 +216,27 @@ func TestMetricsAfterIngestAndSearch(t *testing.T) {
 		`memindex_ingest_messages_total{outcome="dlq"}`:       0,
 		`memindex_search_duration_seconds_count{leg="total"}`: 0,
 		`memindex_applied_sequence{partition="` + p + `"}`:    more,
+		`memindex_session_messages_indexed_total`:             more,
 	} {
 		if got := m2[series] - m[series]; got != delta {
 			t.Errorf("%s moved by %v, want %v", series, got, delta)
+		}
+	}
+
+	// A messages event of 3 messages is one event and 3 session messages.
+	batch := fmt.Sprintf(`{"type":"messages","sessionKey":"chat","sessionId":"s1","messages":[{"seq":%d,"text":"a"},{"seq":%d,"text":"b"},{"seq":%d,"text":"c"}]}`,
+		first+more+1, first+more+2, first+more+3)
+	if _, err := n.js.Publish(ctx, memindex.EventSubject(ns), []byte(batch)); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(first+more+3, 1)
+	m3, _ := scrape(t, n)
+	for series, delta := range map[string]float64{
+		`memindex_ingest_messages_total{outcome="indexed"}`: 1,
+		`memindex_session_messages_indexed_total`:           3,
+	} {
+		if got := m3[series] - m2[series]; got != delta {
+			t.Errorf("after a messages event, %s moved by %v, want %v", series, got, delta)
 		}
 	}
 }

@@ -49,14 +49,16 @@ const (
 type nodeMetrics struct {
 	reg *prometheus.Registry
 
-	ingested      *prometheus.CounterVec
-	batchSeconds  prometheus.Histogram
-	embedRequests *prometheus.CounterVec
-	embedSeconds  *prometheus.HistogramVec
-	searchSeconds *prometheus.HistogramVec
-	rejected      *prometheus.CounterVec
-	shardErrors   *prometheus.CounterVec
-	sqliteBusy    prometheus.Counter
+	ingested *prometheus.CounterVec
+	// sessionMessages counts the session messages of the indexed events.
+	sessionMessages prometheus.Counter
+	batchSeconds    prometheus.Histogram
+	embedRequests   *prometheus.CounterVec
+	embedSeconds    *prometheus.HistogramVec
+	searchSeconds   *prometheus.HistogramVec
+	rejected        *prometheus.CounterVec
+	shardErrors     *prometheus.CounterVec
+	sqliteBusy      prometheus.Counter
 }
 
 var (
@@ -73,8 +75,12 @@ func newNodeMetrics(status *statusCollector) *nodeMetrics {
 		reg: prometheus.NewRegistry(),
 		ingested: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memindex_ingest_messages_total",
-			Help: "Events taken from the stream, by outcome: indexed (applied), dlq (never applicable, dead-lettered), duplicate (redelivered, already applied).",
+			Help: "Events (stream messages) taken from the stream, by outcome: indexed (applied), dlq (never applicable, dead-lettered), duplicate (redelivered, already applied). A messages event counts one.",
 		}, []string{labelOutcome}),
+		sessionMessages: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "memindex_session_messages_indexed_total",
+			Help: "Session messages the indexed events applied: one a message event, each of a messages event's.",
+		}),
 		batchSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "memindex_batch_duration_seconds",
 			Help:    "Time from fetching a batch of events to acknowledging it (decode, chunk, embed inline, commit).",
@@ -110,7 +116,7 @@ func newNodeMetrics(status *statusCollector) *nodeMetrics {
 	for _, o := range []string{consumer.OutcomeIndexed, consumer.OutcomeDLQ, consumer.OutcomeDuplicate} {
 		m.ingested.WithLabelValues(o)
 	}
-	m.reg.MustRegister(m.ingested, m.batchSeconds, m.embedRequests, m.embedSeconds, m.searchSeconds,
+	m.reg.MustRegister(m.ingested, m.sessionMessages, m.batchSeconds, m.embedRequests, m.embedSeconds, m.searchSeconds,
 		m.rejected, m.shardErrors, m.sqliteBusy,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if status != nil {
@@ -124,6 +130,7 @@ func (m *nodeMetrics) BatchDone(_ int, s consumer.BatchStats) {
 	m.ingested.WithLabelValues(consumer.OutcomeIndexed).Add(float64(s.Indexed))
 	m.ingested.WithLabelValues(consumer.OutcomeDLQ).Add(float64(s.DLQ))
 	m.ingested.WithLabelValues(consumer.OutcomeDuplicate).Add(float64(s.Duplicate))
+	m.sessionMessages.Add(float64(s.Messages))
 	m.batchSeconds.Observe(s.Duration.Seconds())
 }
 
