@@ -181,3 +181,54 @@ func publishJSON(t *testing.T, js jetstream.JetStream, ns string, v any) {
 		t.Fatal(err)
 	}
 }
+
+// TestMessagesEventsAroundADeletionInOneBatch: a messages event, the
+// session's deletion and another messages event, all in one batch (a
+// partition behind commits them together), leave the session holding only
+// the second event's messages; a later messages event re-sending a seq
+// replaces that message.
+func TestMessagesEventsAroundADeletionInOneBatch(t *testing.T) {
+	batchOf := func(seqs []int64, word string) memindex.Event {
+		e := memindex.Event{Type: memindex.TypeMessages, Namespace: "ns", SessionKey: "chat", SessionID: "s1"}
+		for _, s := range seqs {
+			e.Messages = append(e.Messages, memindex.Message{Seq: s, Text: fmt.Sprintf("message %d of the %s part", s, word)})
+		}
+		return e
+	}
+	r := newPipelineRigWith(t, consumer.Config{BatchSize: 100, MaxBatch: 100}, func(js jetstream.JetStream) {
+		publishJSON(t, js, "ns", batchOf([]int64{1, 2, 3}, "old"))
+		publishJSON(t, js, "ns", memindex.Event{Type: memindex.TypeSessionDeleted, Namespace: "ns", SessionKey: "chat", SessionID: "s1"})
+		publishJSON(t, js, "ns", batchOf([]int64{1, 2}, "new"))
+	})
+	ctx := context.Background()
+	waitFor(t, "the three events applied", func() bool {
+		seq, err := r.sh.AppliedSeq(ctx)
+		return err == nil && seq == 3
+	})
+	if sizes := r.sh.batchSizes(); len(sizes) != 1 {
+		t.Fatalf("batches %v, want the three events in one", sizes)
+	}
+	ref := store.SessionRef{Namespace: "ns", SessionKey: "chat", SessionID: "s1"}
+	texts := func() []string {
+		msgs, err := r.sh.SessionMessages(ctx, ref, 1, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range msgs {
+			out = append(out, fmt.Sprintf("%d:%s", m.Seq, m.Text))
+		}
+		return out
+	}
+	if got, want := strings.Join(texts(), "|"), "1:message 1 of the new part|2:message 2 of the new part"; got != want {
+		t.Fatalf("session after the batch: %s, want %s", got, want)
+	}
+	publishJSON(t, r.js, "ns", batchOf([]int64{2, 3}, "later"))
+	waitFor(t, "the fourth event applied", func() bool {
+		seq, err := r.sh.AppliedSeq(ctx)
+		return err == nil && seq == 4
+	})
+	if got, want := strings.Join(texts(), "|"), "1:message 1 of the new part|2:message 2 of the later part|3:message 3 of the later part"; got != want {
+		t.Fatalf("session after re-sending seq 2: %s, want %s", got, want)
+	}
+}
