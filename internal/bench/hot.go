@@ -170,10 +170,12 @@ func countMessages(lines [][]byte) int {
 
 // runHot runs the hot suite's memindex cases on n: the hot namespace's
 // events hot (hotEvents, over sessions sessions), then as many messages of
-// the same kind and sessions spread over 100 namespaces; then hot again
-// from a backlog, on a NATS server and worker of its own under dir; then
-// the transport floor of both (runHotNATS, under dir-nats, its consumers
-// acknowledging every batch messages).
+// the same kind and sessions spread over 100 namespaces; then, each on a
+// NATS server and worker of its own under dir-fresh, the spread case again
+// and both loads in messages events of hotEventMessages; then hot again
+// from a backlog, on a server and worker of its own under dir; then the
+// transport floor of the four loads (runHotNATS, under dir-nats, its
+// consumers acknowledging every batch events).
 func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, hot [][]byte, sessions, batch int, say func(string, ...any)) ([]HotFigure, error) {
 	var out []HotFigure
 	messages := countMessages(hot)
