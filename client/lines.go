@@ -27,24 +27,31 @@ import (
 // no JSON object too, when namespace is set). Either way the message
 // carries the Nats-Msg-Id LineMsgID gives, so a re-publish is de-duplicated.
 func LineMsg(line []byte, namespace string, raw bool) (*nats.Msg, error) {
+	m, _, err := lineMsg(line, namespace, raw)
+	return m, err
+}
+
+// lineMsg is LineMsg, also returning the line's object (nil when raw
+// sends a line that is no JSON object).
+func lineMsg(line []byte, namespace string, raw bool) (*nats.Msg, lineObject, error) {
 	obj, err := parseLine(line)
 	if err != nil {
 		if raw && namespace != "" {
 			m := nats.NewMsg(memindex.EventSubject(namespace))
 			m.Data = append([]byte(nil), line...)
-			return m, nil
+			return m, nil, nil
 		}
-		return nil, fmt.Errorf("not a JSON object: %v", err)
+		return nil, nil, fmt.Errorf("not a JSON object: %v", err)
 	}
 	ns := obj.str("namespace")
 	if ns == "" {
 		ns = namespace
 	}
 	if ns == "" {
-		return nil, errors.New("no namespace: the line has none and no default namespace is set")
+		return nil, nil, errors.New("no namespace: the line has none and no default namespace is set")
 	}
 	if !memindex.ValidNamespace(ns) && !raw {
-		return nil, fmt.Errorf("namespace %q is not 1-64 characters of [A-Za-z0-9_-]", ns)
+		return nil, nil, fmt.Errorf("namespace %q is not 1-64 characters of [A-Za-z0-9_-]", ns)
 	}
 	var data []byte
 	if raw {
@@ -58,13 +65,13 @@ func LineMsg(line []byte, namespace string, raw bool) (*nats.Msg, error) {
 			obj.set("namespace", v)
 		}
 		if data, err = obj.marshal(make([]byte, 0, len(line)+48)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	m := nats.NewMsg(memindex.EventSubject(ns))
 	m.Data = data
 	m.Header.Set(nats.MsgIdHdr, lineMsgID(ns, obj, data))
-	return m, nil
+	return m, obj, nil
 }
 
 // lineMsgID is the de-duplication id of a line: "<namespace>/<eventId>"
@@ -118,10 +125,17 @@ type LinesConfig struct {
 	// called on PublishLines' goroutine, for a progress bar.
 	Read  func(bytes int64)
 	Acked func(total int64)
-	// Settled, when set, is told of each line the stream acknowledged,
-	// and whether it already held it (a duplicate), on PublishLines'
-	// goroutine before the Acked of its round.
+	// Settled, when set, is told of each line the stream acknowledged
+	// (of grouped lines, the first), and whether it already held it (a
+	// duplicate), on PublishLines' goroutine before the Acked of its
+	// round.
 	Settled func(line int, duplicate bool)
+	// EventMessages, above 1, groups consecutive message lines of one
+	// session (each valid as a worker checks it, with no eventId) into
+	// messages events of up to that many messages (Grouper); a line
+	// that is not one goes out alone, as it would without. Not with Raw.
+	// The counts of LinesResult are then of lines, a group's each.
+	EventMessages int
 }
 
 // PublishLines publishes every non-blank JSONL line of r as an event
@@ -155,9 +169,11 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 		return res, err
 	}
 	start := time.Now()
+	// sent is a publish in flight: the line it came from and, for a
+	// messages event of grouped lines, the first of them and how many.
 	type sent struct {
-		line int
-		f    jetstream.PubAckFuture
+		line, n int
+		f       jetstream.PubAckFuture
 	}
 	var futures []sent
 	settle := func() {
@@ -165,19 +181,49 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 			select {
 			case ack := <-s.f.Ok():
 				if ack.Duplicate {
-					res.Duplicates++
+					res.Duplicates += int64(s.n)
 				} else {
-					res.Published++
+					res.Published += int64(s.n)
 				}
 				res.LastSeq = max(res.LastSeq, ack.Sequence)
 				cfg.Settled(s.line, ack.Duplicate)
 			case err := <-s.f.Err():
-				res.Failed++
-				problem(s.line, fmt.Errorf("publish to %s failed: %w", s.f.Msg().Subject, err))
+				res.Failed += int64(s.n)
+				problem(s.line, fmt.Errorf("publish to %s failed: %w%s", s.f.Msg().Subject, err, grouped(s.n)))
 			}
 		}
 		futures = futures[:0]
 		cfg.Acked(res.Published + res.Duplicates)
+	}
+	send := func(msg *nats.Msg, line, n int) {
+		if cfg.Inject != nil {
+			cfg.Inject(msg)
+		}
+		f, err := js.PublishMsgAsync(msg)
+		if err != nil {
+			res.Failed += int64(n)
+			problem(line, fmt.Errorf("publish: %w%s", err, grouped(n)))
+			return
+		}
+		futures = append(futures, sent{line, n, f})
+		if len(futures) >= cfg.MaxPending {
+			settle()
+		}
+	}
+	// With EventMessages, valid message lines are grouped (Grouper); a
+	// line that cannot join goes out after the group before it.
+	var group *Grouper[int]
+	if cfg.EventMessages > 1 && !cfg.Raw {
+		group = NewGrouper(cfg.EventMessages, func(ev memindex.Event, first, n int) error {
+			msg, err := EventMsg(ev)
+			if err != nil {
+				res.Rejected += int64(n)
+				problem(first, fmt.Errorf("%w (not published)%s", err, grouped(n)))
+				return nil
+			}
+			send(msg, first, n)
+			return nil
+		})
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), memindex.MaxEventBytes+1)
@@ -189,25 +235,23 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 		if len(strings.TrimSpace(string(b))) == 0 {
 			continue
 		}
-		msg, err := LineMsg(b, cfg.Namespace, cfg.Raw)
+		msg, obj, err := lineMsg(b, cfg.Namespace, cfg.Raw)
 		if err != nil {
 			res.Rejected++
 			problem(line, fmt.Errorf("%w (not published)", err))
 			continue
 		}
-		if cfg.Inject != nil {
-			cfg.Inject(msg)
+		if group != nil {
+			if e, ok := groupable(msg, obj); ok {
+				_ = group.Add(e, line)
+				continue
+			}
+			_ = group.Flush()
 		}
-		f, err := js.PublishMsgAsync(msg)
-		if err != nil {
-			res.Failed++
-			problem(line, fmt.Errorf("publish: %w", err))
-			continue
-		}
-		futures = append(futures, sent{line, f})
-		if len(futures) >= cfg.MaxPending {
-			settle()
-		}
+		send(msg, line, 1)
+	}
+	if group != nil {
+		_ = group.Flush()
 	}
 	select {
 	case <-js.PublishAsyncComplete():
@@ -261,4 +305,44 @@ func MemoryFileEvents(dir, dirPath string, excludes []string) ([]memindex.Event,
 		return nil, fmt.Errorf("memory files under %s: %w", dir, err)
 	}
 	return evs, nil
+}
+
+// groupable reports whether the message made of a line, whose object is
+// obj, may join a group: a message event without an eventId, valid as a
+// worker checks it (returned). Anything else goes out alone, so a line a
+// worker would refuse is dead-lettered alone, not with its neighbours.
+func groupable(msg *nats.Msg, obj lineObject) (memindex.Event, bool) {
+	if obj == nil || obj.get("eventId") != nil {
+		return memindex.Event{}, false
+	}
+	if t := obj.str("type"); t != "" && t != memindex.TypeMessage {
+		return memindex.Event{}, false
+	}
+	e, err := memindex.DecodeEvent(msg.Data)
+	if err != nil || e.Type != memindex.TypeMessage {
+		return memindex.Event{}, false
+	}
+	return e, true
+}
+
+// EventMsg turns ev, valid, into the NATS message Publish sends: its JSON
+// on its namespace's event subject, with MsgID's Nats-Msg-Id.
+func EventMsg(ev memindex.Event) (*nats.Msg, error) {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	m := nats.NewMsg(memindex.EventSubject(ev.Namespace))
+	m.Data = data
+	m.Header.Set(nats.MsgIdHdr, MsgID(ev, data))
+	return m, nil
+}
+
+// grouped says, in a problem of a group of n lines, that the others went
+// with the first (nothing when n is 1).
+func grouped(n int) string {
+	if n <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (a messages event of %d lines, from this one on)", n)
 }

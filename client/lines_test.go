@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +97,66 @@ func TestPublishLines(t *testing.T) {
 				t.Errorf("a line's message id %q differs from MsgID's %q for the same event", id, want)
 			}
 		}
+	}
+}
+
+// TestPublishLinesGroups: with EventMessages, consecutive valid message
+// lines of a session go out as one messages event; a line with an eventId,
+// one a worker would refuse, and an event of another type go out alone,
+// in their place; the counts are of lines; a second run is all duplicates.
+func TestPublishLinesGroups(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nc := natstest.Connect(t, natstest.Server(t))
+	js, err := jetstream.New(nc)
+	mustTB(t, err)
+	if _, err := consumer.EnsureStreams(ctx, js, consumer.StreamConfig{Partitions: 4}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Join([]string{
+		`{"sessionKey":"a","sessionId":"s","seq":1,"text":"one"}`,
+		`{"sessionKey":"a","sessionId":"s","seq":2,"messageId":"m2","text":"two"}`,
+		`{"sessionKey":"a","sessionId":"s","seq":3,"text":"three"}`,
+		`{"sessionKey":"a","sessionId":"s","seq":4,"text":" "}`, // blank: the worker dead-letters it, alone
+		`{"eventId":"e-1","sessionKey":"a","sessionId":"s","seq":5,"text":"named"}`,
+		`{"sessionKey":"b","sessionId":"s","seq":1,"text":"b one"}`,
+		`{"sessionKey":"b","sessionId":"s","seq":2,"text":"b two"}`,
+		`{"type":"record.upserted","id":"r1","text":"a record"}`,
+		`{"sessionKey":"b","sessionId":"s","seq":3,"text":"b three"}`,
+	}, "\n") + "\n"
+	var settled []int
+	cfg := client.LinesConfig{Namespace: "agent-7", EventMessages: 10, Settled: func(line int, _ bool) { settled = append(settled, line) }}
+	res, err := client.PublishLines(ctx, nc, strings.NewReader(lines), cfg)
+	if err != nil || res.Published != 9 || res.Duplicates != 0 || res.Rejected != 0 || res.LastSeq != 6 {
+		t.Fatalf("PublishLines = %+v, %v; want 9 lines published in 6 events", res, err)
+	}
+	if want := []int{1, 4, 5, 6, 8, 9}; !slices.Equal(settled, want) {
+		t.Errorf("Settled lines %v, want the first line of each event %v", settled, want)
+	}
+	stream, err := js.Stream(ctx, memindex.StreamEvents)
+	mustTB(t, err)
+	var got []string
+	for seq := uint64(1); seq <= 6; seq++ {
+		m, err := stream.GetMsg(ctx, seq)
+		mustTB(t, err)
+		var ev memindex.Event
+		mustTB(t, json.Unmarshal(m.Data, &ev))
+		desc := ev.Type + " " + ev.SessionKey
+		for _, msg := range ev.Messages {
+			desc += fmt.Sprintf(" %d:%s", msg.Seq, msg.ID)
+		}
+		got = append(got, desc)
+		if seq == 1 && m.Header.Get(nats.MsgIdHdr) != client.MsgID(ev, m.Data) {
+			t.Errorf("the messages event's Nats-Msg-Id %q, want MsgID's %q", m.Header.Get(nats.MsgIdHdr), client.MsgID(ev, m.Data))
+		}
+	}
+	want := []string{"messages a 1: 2:m2 3:", "message a", "message a", "messages b 1: 2:", "record.upserted ", "message b"}
+	if !slices.Equal(got, want) {
+		t.Errorf("stream events %q, want %q", got, want)
+	}
+	res, err = client.PublishLines(ctx, nc, strings.NewReader(lines), cfg)
+	if err != nil || res.Published != 0 || res.Duplicates != 9 {
+		t.Fatalf("second PublishLines = %+v, %v; want 9 duplicate lines", res, err)
 	}
 }
 

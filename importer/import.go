@@ -364,68 +364,17 @@ func streamTakes(ctx context.Context, nc *nats.Conn, ns string, timeout time.Dur
 }
 
 // DefaultEventMessages is Config.EventMessages when it is 0.
-const DefaultEventMessages = 100
+const DefaultEventMessages = client.DefaultGroupMessages
 
-// maxGroupText bounds the text (and ids, speakers, captions) of the
-// messages one event of Group carries: JSON escapes a byte to at most 6
-// (\u003c), so the event stays under memindex.MaxEventBytes.
-const maxGroupText = 128 << 10
-
-// grouper is Group's state: the run of messages waiting to go out.
-type grouper struct {
-	max  int
-	run  []Message
-	text int
-	emit func(ev memindex.Event, first Message, n int) error
-}
-
-// newGrouper returns the Group that calls emit with each event, the first
-// of its messages and how many it holds.
+// newGrouper returns the client.Grouper of max messages an event that
+// calls emit with each event, the first of its messages and how many it
+// holds.
 func newGrouper(max int, emit func(ev memindex.Event, first Message, n int) error) *grouper {
-	if max <= 0 {
-		max = DefaultEventMessages
-	}
-	return &grouper{max: max, emit: emit}
+	return &grouper{g: client.NewGrouper(max, emit)}
 }
 
-// add takes the next message in input order. Group: a run of consecutive
-// messages of one session, each seq above the one before, at most max of
-// them and maxGroupText of their text, goes out as one messages event; a
-// run of one as the message event it is (whose Nats-Msg-Id is its session
-// position). The runs depend only on the input, so the same history makes
-// the same events.
-func (g *grouper) add(m Message) error {
-	size := len(m.Event.Text) + len(m.Event.ImageCaption) + len(m.Event.ID) + len(m.Event.Speaker)
-	if n := len(g.run); n > 0 {
-		last := g.run[n-1].Event
-		if n >= g.max || g.text+size > maxGroupText || m.Event.Namespace != last.Namespace || m.Event.SessionKey != last.SessionKey ||
-			m.Event.SessionID != last.SessionID || m.Event.Seq <= last.Seq {
-			if err := g.flush(); err != nil {
-				return err
-			}
-		}
-	}
-	g.run = append(g.run, m)
-	g.text += size
-	return nil
-}
+// grouper feeds a client.Grouper the messages Parse emits.
+type grouper struct{ g *client.Grouper[Message] }
 
-// flush sends the run.
-func (g *grouper) flush() error {
-	if len(g.run) == 0 {
-		return nil
-	}
-	ev := g.run[0].Event
-	if len(g.run) > 1 {
-		ev = memindex.Event{Type: memindex.TypeMessages, Namespace: ev.Namespace, SessionKey: ev.SessionKey, SessionID: ev.SessionID,
-			Messages: make([]memindex.Message, len(g.run))}
-		for i, m := range g.run {
-			e := m.Event
-			ev.Messages[i] = memindex.Message{Seq: e.Seq, ID: e.ID, Role: e.Role, Speaker: e.Speaker, Text: e.Text, ImageCaption: e.ImageCaption, Timestamp: e.Timestamp}
-		}
-	}
-	err := g.emit(ev, g.run[0], len(g.run))
-	clear(g.run)
-	g.run, g.text = g.run[:0], 0
-	return err
-}
+func (g *grouper) add(m Message) error { return g.g.Add(m.Event, m) }
+func (g *grouper) flush() error        { return g.g.Flush() }

@@ -35,7 +35,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fs.Usage()
 		return fmt.Errorf("name the transcripts: files, directories (walked for *.jsonl), or - for stdin")
 	}
-	if *eventMessages < 1 {
+	if *eventMessages < 1 || *eventMessages > memindex.MaxEventMessages {
 		return fmt.Errorf("--event-messages %d: want 1 to %d", *eventMessages, memindex.MaxEventMessages)
 	}
 	cfg := importer.Config{Namespace: *ns, SessionKey: *sessionKey, ToolResults: *toolResults, EventMessages: *eventMessages,

@@ -28,6 +28,7 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	raw := fs.Bool("raw", false, "publish each line as it is, without adding type or namespace or checking it")
 	asJSON := fs.Bool("json", false, "print the summary as JSON (with --watch: one JSON line per event sent, then the synced and stopped summaries)")
 	maxPending := fs.Int("max-pending", 4096, "unacknowledged publishes in flight")
+	eventMessages := fs.Int("event-messages", client.DefaultGroupMessages, fmt.Sprintf("most message lines in one event: consecutive valid message lines of a session (without eventId) go out as one messages event (1 to %d; 1: one event a line; not with --raw)", memindex.MaxEventMessages))
 	filesDir := fs.String("files", "", "publish the .md files under this directory as memory files (file.upserted), instead of a JSONL file")
 	dirPath := fs.String("dir-path", "", "with --files: the project the files belong to (\"\": global)")
 	var excludes []string
@@ -43,6 +44,9 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
+	}
+	if *eventMessages < 1 || *eventMessages > memindex.MaxEventMessages {
+		return fmt.Errorf("--event-messages %d: want 1 to %d", *eventMessages, memindex.MaxEventMessages)
 	}
 	if wf.watch {
 		if *filesDir == "" || len(pos) > 0 {
@@ -103,13 +107,13 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		bar = publishBar(stderr, size)
 	}
 	lc := client.LinesConfig{
-		Namespace: *ns, Raw: *raw, MaxPending: *maxPending, AckTimeout: conn.Timeout,
+		Namespace: *ns, Raw: *raw, MaxPending: *maxPending, AckTimeout: conn.Timeout, EventMessages: *eventMessages,
 		Inject:  pt.Inject,
 		Problem: func(line int, err error) { fmt.Fprintf(stderr, "line %d: %v\n", line, err) },
 	}
 	if bar != nil {
 		lc.Read = func(n int64) { _ = bar.Add64(n) } // it errs only past the size (a file growing while read)
-		lc.Acked = func(n int64) { bar.Describe(fmt.Sprintf("%d events", n)) }
+		lc.Acked = func(n int64) { bar.Describe(fmt.Sprintf("%d lines", n)) }
 	}
 	res, err := client.PublishLines(ctx, nc, in, lc)
 	if bar != nil {
