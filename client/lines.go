@@ -125,11 +125,6 @@ type LinesConfig struct {
 	// called on PublishLines' goroutine, for a progress bar.
 	Read  func(bytes int64)
 	Acked func(total int64)
-	// Settled, when set, is told of each line the stream acknowledged
-	// (of grouped lines, the first), and whether it already held it (a
-	// duplicate), on PublishLines' goroutine before the Acked of its
-	// round.
-	Settled func(line int, duplicate bool)
 	// EventMessages, above 1, groups consecutive message lines of one
 	// session (each valid as a worker checks it, with no eventId) into
 	// messages events of up to that many messages (Grouper); a line
@@ -155,9 +150,6 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 	}
 	if cfg.Acked == nil {
 		cfg.Acked = func(int64) {}
-	}
-	if cfg.Settled == nil {
-		cfg.Settled = func(int, bool) {}
 	}
 	problem := cfg.Problem
 	if problem == nil {
@@ -186,7 +178,6 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 					res.Published += int64(s.n)
 				}
 				res.LastSeq = max(res.LastSeq, ack.Sequence)
-				cfg.Settled(s.line, ack.Duplicate)
 			case err := <-s.f.Err():
 				res.Failed += int64(s.n)
 				problem(s.line, fmt.Errorf("publish to %s failed: %w%s", s.f.Msg().Subject, err, grouped(s.n)))

@@ -22,9 +22,9 @@
 //     with its reason while the rest continue, and a Summary (files,
 //     sessions, messages, skipped records by reason, bad lines, what the
 //     stream acknowledged, in messages). Run streams them through one
-//     client.PublishLines (parsing on a goroutine it owns), consecutive
-//     messages of a session grouped into messages events (the grouper:
-//     Config.EventMessages, 128 KiB of text). The groups depend only on
+//     client.PublishLines (parsing on a goroutine it owns), which groups
+//     consecutive messages of a session into messages events
+//     (Config.EventMessages, client.Grouper; DryRun prints the same). The groups depend only on
 //     the input, so every event carries the same Nats-Msg-Id on every run
 //     (a lone message "<namespace>/<sessionKey>/<sessionId>/<seq>", a
 //     messages event the hash of its payload) and importing the same

@@ -62,7 +62,7 @@ type Config struct {
 
 	// EventMessages is the most messages Run and DryRun put in one event:
 	// consecutive messages of one session go out as one messages event
-	// (Group), which the stream and the workers take in for about the cost
+	// (client.Grouper), which the stream and the workers take in for about the cost
 	// of one message. 0: DefaultEventMessages; 1: one message event a
 	// message.
 	EventMessages int
@@ -192,10 +192,10 @@ func Parse(ctx context.Context, ins []Input, cfg Config, emit func(Message) erro
 // publish (`memindex publish` takes them as they are).
 func DryRun(ctx context.Context, ins []Input, cfg Config, w io.Writer) (Summary, error) {
 	enc := json.NewEncoder(w)
-	g := newGrouper(cfg.EventMessages, func(ev memindex.Event, _ Message, _ int) error { return enc.Encode(ev) })
-	sum, err := Parse(ctx, ins, cfg, g.add)
+	g := client.NewGrouper(cfg.eventMessages(), func(ev memindex.Event, _ Message, _ int) error { return enc.Encode(ev) })
+	sum, err := Parse(ctx, ins, cfg, func(m Message) error { return g.Add(m.Event, m) })
 	if err == nil {
-		err = g.flush()
+		err = g.Flush()
 	}
 	sum.DryRun = true
 	return sum, err
@@ -203,11 +203,11 @@ func DryRun(ctx context.Context, ins []Input, cfg Config, w io.Writer) (Summary,
 
 // Run is Parse publishing the messages on nc with one client.PublishLines
 // stream, at most MaxPending unacknowledged, in events of up to
-// EventMessages messages (Group), with the Nats-Msg-Id rule of `memindex
-// publish`: a message event's is "<namespace>/<sessionKey>/<sessionId>/<seq>",
-// a messages event's the hash of its payload, the same on every run over
-// the same history. Published, Duplicates, Failed and Acked count
-// messages. Parsing runs on a
+// EventMessages messages (PublishLines groups them, client.Grouper), with
+// the Nats-Msg-Id rule of `memindex publish`: a message event's is
+// "<namespace>/<sessionKey>/<sessionId>/<seq>", a messages event's the
+// hash of its payload, the same on every run over the same history.
+// Published, Duplicates, Failed and Acked count messages. Parsing runs on a
 // goroutine of Run's while the caller's publishes, so the callbacks of
 // Config may be called from either, never two at once. A failed publish
 // is reported as a Problem at its source line. The error is Parse's, or
@@ -241,9 +241,8 @@ func Run(ctx context.Context, nc *nats.Conn, ins []Input, cfg Config) (Summary, 
 		}
 	}
 
-	// origins[i] is where the i-th published line came from and how many
-	// messages it holds.
-	type origin struct{ file, line, n int32 }
+	// origins[i] is where the i-th message line came from.
+	type origin struct{ file, line int32 }
 	var (
 		mu      sync.Mutex
 		origins []origin
@@ -257,66 +256,45 @@ func Run(ctx context.Context, nc *nats.Conn, ins []Input, cfg Config) (Summary, 
 	go func() {
 		defer close(done)
 		enc := json.NewEncoder(pw) // one Write a line
-		g := newGrouper(cfg.EventMessages, func(ev memindex.Event, first Message, n int) error {
+		parsed, parseErr = Parse(ctx, ins, cfg, func(m Message) error {
 			mu.Lock()
-			if len(files) == 0 || files[len(files)-1] != first.File {
-				files = append(files, first.File)
+			if len(files) == 0 || files[len(files)-1] != m.File {
+				files = append(files, m.File)
 			}
-			origins = append(origins, origin{int32(len(files) - 1), int32(first.Line), int32(n)})
+			origins = append(origins, origin{int32(len(files) - 1), int32(m.Line)})
 			mu.Unlock()
-			return enc.Encode(ev)
+			return enc.Encode(m.Event)
 		})
-		parsed, parseErr = Parse(ctx, ins, cfg, g.add)
-		if parseErr == nil {
-			parseErr = g.flush()
-		}
 		pw.CloseWithError(parseErr) // nil: the publisher reads EOF
 	}()
 
-	var late []Problem                             // failed publishes, added to the summary at the end
-	var taken, published, duplicates, failed int64 // messages
-	lineOf := func(line int) origin {
-		mu.Lock()
-		defer mu.Unlock()
-		return origins[line-1]
-	}
+	var late []Problem // failed publishes, added to the summary at the end
+	var taken int64
 	res, pubErr := client.PublishLines(ctx, nc, pr, client.LinesConfig{
 		Namespace: cfg.Namespace, MaxPending: cfg.MaxPending, AckTimeout: cfg.AckTimeout,
+		EventMessages: cfg.eventMessages(),
 		Problem: func(line int, err error) {
-			o := lineOf(line)
-			reason := err.Error()
-			if o.n > 1 {
-				reason = fmt.Sprintf("%s (an event of %d messages, from this line on)", reason, o.n)
-			}
 			mu.Lock()
-			pr := Problem{File: files[o.file], Line: int(o.line), Reason: reason}
+			o := origins[line-1]
+			pr := Problem{File: files[o.file], Line: int(o.line), Reason: err.Error()}
 			mu.Unlock()
-			failed += int64(o.n)
 			late = append(late, pr)
 			cfg.Problem(pr)
 			if taken == 0 && len(late) == 100 {
-				cancel(fmt.Errorf("the stream took none of the first 100 events: %w", err))
+				cancel(fmt.Errorf("the stream took none of the first 100 messages: %w", err))
 			}
 		},
-		Settled: func(line int, duplicate bool) {
-			n := int64(lineOf(line).n)
-			if duplicate {
-				duplicates += n
-			} else {
-				published += n
-			}
-		},
-		Acked: func(int64) {
-			taken = published + duplicates
+		Acked: func(n int64) {
+			taken = n
 			if user.Acked != nil {
-				locked(func() { user.Acked(taken) })
+				locked(func() { user.Acked(n) })
 			}
 		},
 	})
 	pr.CloseWithError(errPublishStopped) // unblocks the parser if publishing ended early
 	<-done
 
-	parsed.Published, parsed.Duplicates, parsed.Failed, parsed.LastSeq = published, duplicates, failed, res.LastSeq
+	parsed.Published, parsed.Duplicates, parsed.Failed, parsed.LastSeq = res.Published, res.Duplicates, res.Failed+res.Rejected, res.LastSeq
 	for _, pr := range late {
 		if len(parsed.Problems) < maxProblems {
 			parsed.Problems = append(parsed.Problems, pr)
@@ -366,15 +344,10 @@ func streamTakes(ctx context.Context, nc *nats.Conn, ns string, timeout time.Dur
 // DefaultEventMessages is Config.EventMessages when it is 0.
 const DefaultEventMessages = client.DefaultGroupMessages
 
-// newGrouper returns the client.Grouper of max messages an event that
-// calls emit with each event, the first of its messages and how many it
-// holds.
-func newGrouper(max int, emit func(ev memindex.Event, first Message, n int) error) *grouper {
-	return &grouper{g: client.NewGrouper(max, emit)}
+// eventMessages is EventMessages with its default.
+func (c Config) eventMessages() int {
+	if c.EventMessages == 0 {
+		return DefaultEventMessages
+	}
+	return c.EventMessages
 }
-
-// grouper feeds a client.Grouper the messages Parse emits.
-type grouper struct{ g *client.Grouper[Message] }
-
-func (g *grouper) add(m Message) error { return g.g.Add(m.Event, m) }
-func (g *grouper) flush() error        { return g.g.Flush() }
