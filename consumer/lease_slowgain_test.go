@@ -3,6 +3,8 @@ package consumer_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -143,6 +145,15 @@ func TestGainWaitsForTheDropOfTheSamePartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The claim is watched, not read: while its Gain waits nothing renews
+	// the new key, and the bucket's TTL removes it again after 1.2 s, which a
+	// loaded machine's polling can miss (a CI run did).
+	wctx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	w, err := kv.Watch(wctx, "leases.0.0", jetstream.UpdatesOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := kv.Delete(context.Background(), "leases.0.0"); err != nil {
 		t.Fatal(err)
 	}
@@ -153,10 +164,15 @@ func TestGainWaitsForTheDropOfTheSamePartition(t *testing.T) {
 	}
 	// The main loop claims the free partition again (its key is created
 	// before Gain runs); give a Gain that would not wait the moment it needs.
-	poll(t, 20*time.Second, func() bool {
-		e, err := kv.Get(context.Background(), "leases.0.0")
-		return err == nil && e.Revision() > first.Revision()
-	}, func() string { return "the partition's lease to be claimed again" })
+	claimed := time.After(20 * time.Second)
+	for again := false; !again; {
+		select {
+		case e := <-w.Updates():
+			again = e != nil && e.Operation() == jetstream.KeyValuePut && e.Revision() > first.Revision()
+		case <-claimed:
+			t.Fatal("not within 20s: the partition's lease to be claimed again")
+		}
+	}
 	<-time.After(time.Second)
 	if g, o := count(); o != 0 {
 		t.Fatalf("%d Gain calls, %d of them while the partition's Drop was running", g, o)
@@ -173,7 +189,7 @@ func TestGainWaitsForTheDropOfTheSamePartition(t *testing.T) {
 func runLeaser(t *testing.T, js jetstream.JetStream, group string, partitions int, hooks consumer.LeaseHooks) *consumer.Leaser {
 	t.Helper()
 	l, err := consumer.NewLeaser(context.Background(), js, consumer.LeaseConfig{
-		Group: group, Worker: "w", Partitions: partitions, Replicas: 1, TTL: testLeaseTTL}, hooks)
+		Group: group, Worker: "w", Partitions: partitions, Replicas: 1, TTL: testLeaseTTL, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}, hooks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,4 +198,91 @@ func runLeaser(t *testing.T, js jetstream.JetStream, group string, partitions in
 	go func() { defer close(done); l.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return l
+}
+
+// TestTheMainLoopDoesNotWaitForABusyLease: while one lease's renewal is
+// stuck inside a hook (here Fence; in production a lease found lost runs
+// a Drop that closes its shard), the main loop goes on claiming. It once
+// waited on that lease in its replica promotion pass and claimed nothing
+// until the hook returned (TestGainWaitsForTheDropOfTheSamePartition
+// failed in CI that way).
+func TestTheMainLoopDoesNotWaitForABusyLease(t *testing.T) {
+	_, js := groupServer(t, 2)
+	const group = "busy"
+	var (
+		mu      sync.Mutex
+		gained  []int
+		stick   bool // the next Fence blocks
+		stuck   = make(chan struct{})
+		unblock = make(chan struct{})
+		once    sync.Once
+	)
+	release := func() { once.Do(func() { close(unblock) }) }
+	defer release()
+	hooks := consumer.LeaseHooks{
+		Gain: func(ctx context.Context, p int, owner bool, fence time.Time) error {
+			mu.Lock()
+			defer mu.Unlock()
+			gained = append(gained, p)
+			return nil
+		},
+		Drop: func(ctx context.Context, p int, handover bool) {},
+		Fence: func(p int, until time.Time) {
+			mu.Lock()
+			block := stick
+			stick = false
+			mu.Unlock()
+			if block {
+				close(stuck)
+				select {
+				case <-unblock:
+				case <-time.After(time.Minute):
+				}
+			}
+		},
+	}
+	// A second member, kept alive by the test, halves the worker's share
+	// to one of the two partitions.
+	kv, err := js.CreateOrUpdateKeyValue(context.Background(), jetstream.KeyValueConfig{
+		Bucket: consumer.LeaseBucket(group), History: 1, TTL: testLeaseTTL, Storage: jetstream.FileStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	member := func() {
+		if _, err := kv.Put(context.Background(), "members.other", []byte(`{"worker":"other"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	member()
+	l := runLeaser(t, js, group, 2, hooks)
+	defer release() // before the leaser stops (runLeaser's cleanup): a blocked hook returns
+	gainedNow := func() []int { mu.Lock(); defer mu.Unlock(); return slices.Clone(gained) }
+	for deadline := time.Now().Add(20 * time.Second); len(gainedNow()) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("not within 20s: a partition to be claimed")
+		}
+		member()
+		time.Sleep(testLeaseTTL / 6)
+	}
+	if g := gainedNow(); len(g) != 1 {
+		t.Fatalf("gained %v with a share of one partition", g)
+	}
+	// The held lease's next renewal sticks in Fence, holding the lease.
+	mu.Lock()
+	stick = true
+	mu.Unlock()
+	select {
+	case <-stuck:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no renewal reached Fence")
+	}
+	// The other member leaves: the share is both partitions, and the main
+	// loop must claim the second while the first lease is still busy.
+	if err := kv.Delete(context.Background(), "members.other"); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 20*time.Second, func() bool { return len(gainedNow()) == 2 },
+		func() string {
+			return fmt.Sprintf("the second partition to be claimed while a renewal is stuck: gained %v, held %v", gainedNow(), l.Held())
+		})
 }
