@@ -39,7 +39,9 @@ type StatusResponse struct {
 // MemoryStatus is a worker's memory. LimitBytes is its --memory-limit (0:
 // none); from it the worker derives the Go heap's soft limit
 // (GoLimitBytes, debug.SetMemoryLimit) and the SQLite page caches of every
-// shard it holds, at most SQLiteCacheBytes together. HeapBytes is the Go
+// shard it holds, at most SQLiteCacheBytes together, and the pull buffers
+// of the partitions it holds (at most PullBufferBytes together: events
+// received ahead of the batch being collected, in the Go heap). HeapBytes is the Go
 // heap in use, of which the shards' keyword and vector indexes
 // (IndexBytes, estimated); RSSBytes the process's resident memory (0 where
 // it cannot be read).
@@ -47,6 +49,7 @@ type MemoryStatus struct {
 	LimitBytes       int64 `json:"limitBytes"`
 	GoLimitBytes     int64 `json:"goLimitBytes"`
 	SQLiteCacheBytes int64 `json:"sqliteCacheBytes"`
+	PullBufferBytes  int64 `json:"pullBufferBytes"`
 	HeapBytes        int64 `json:"heapBytes"`
 	IndexBytes       int64 `json:"indexBytes"`
 	RSSBytes         int64 `json:"rssBytes"`

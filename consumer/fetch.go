@@ -64,10 +64,45 @@ func (b *fetched) add(l memindex.Limits, m jetstream.Msg, md *jetstream.MsgMetad
 	b.size += max(1, len(e.Messages))
 }
 
+// DefaultPullBufferBytes is Config.PullBufferBytes when none is given: it
+// holds the 2,000 buffered events of the default batch size at 4 KiB each,
+// so only events larger than most messages meet the byte bound.
+const DefaultPullBufferBytes = 8 << 20
+
+// PullMargin is what Config.PullBufferBytes keeps beyond the largest event
+// payload for the subject, reply subject and headers NATS counts with it.
+const PullMargin = 64 << 10
+
+// PullBufferBound is the pull buffer a partition gets for Config.PullBufferBytes
+// bytes (0: DefaultPullBufferBytes) under limits l: never less than the
+// largest event l accepts plus PullMargin.
+func PullBufferBound(bytes int, l memindex.Limits) int {
+	if bytes == 0 {
+		bytes = DefaultPullBufferBytes
+	}
+	return max(bytes, l.WithDefaults().MaxEventBytes+PullMargin)
+}
+
+// pullBuffer is the options of a partition's pull subscription: at most
+// 2×batch events and bytes bytes buffered. nats.go bounds each pull
+// request by bytes (the server ends a request before the event that would
+// pass them) but asks again once fewer than a threshold of events are
+// buffered, however large they are; with the threshold at one event it
+// asks only when the buffer is empty, so the buffer never holds more than
+// one request's bytes (TestPullBufferIsBoundedInBytes). Without the byte
+// bound, 2,000 events of 1 MiB (memory files, full messages events) were
+// 2 GiB a partition, outside --memory-limit.
+func pullBuffer(batch, bytes int) []jetstream.PullMessagesOpt {
+	return []jetstream.PullMessagesOpt{
+		jetstream.PullMaxMessagesWithBytesLimit(2*batch, bytes),
+		jetstream.PullThresholdMessages(1),
+	}
+}
+
 // consumeOnce runs partition p's pipeline on one pull subscription until ctx
 // ends (nil) or a stage fails (its error).
 func (w *Worker) consumeOnce(ctx context.Context, p *partition) error {
-	it, err := (*p.cons.Load()).Messages(jetstream.PullMaxMessages(2 * w.cfg.BatchSize))
+	it, err := (*p.cons.Load()).Messages(pullBuffer(w.cfg.BatchSize, w.cfg.PullBufferBytes)...)
 	if err != nil {
 		return fmt.Errorf("messages: %w", err)
 	}

@@ -60,8 +60,15 @@ type Config struct {
 	// MaxBatchBytes bounds the event payload of one batch (default 16 MiB).
 	// A partition holds at most two batches in memory, one committing and
 	// one prepared (decoded, planned, embedded: see fetch.go), beside the
-	// pull buffer of 2×BatchSize events.
+	// pull buffer (PullBufferBytes).
 	MaxBatchBytes int
+	// PullBufferBytes bounds the events a partition's pull subscription
+	// holds ahead of the batch being collected: at most 2×BatchSize
+	// events and at most this many bytes of them as NATS counts them
+	// (payload, headers, subject). Default DefaultPullBufferBytes; never
+	// below the largest event the limits accept plus PullMargin, or an
+	// event that size could never be delivered.
+	PullBufferBytes int
 	// CommitConcurrency is the most of the worker's partitions that
 	// commit a batch at once (default: half of GOMAXPROCS, at least 1).
 	// A commit is CPU-bound work in SQLite; more of them at once than the
@@ -146,6 +153,9 @@ func (c *Config) Validate() error {
 	if c.MaxBatchBytes < 1 {
 		return fmt.Errorf("config: max batch bytes must be positive, got %d", c.MaxBatchBytes)
 	}
+	if c.PullBufferBytes < 0 {
+		return fmt.Errorf("config: pull buffer bytes must not be negative, got %d", c.PullBufferBytes)
+	}
 	c.Chunker = c.Chunker.WithDefaults()
 	if err := c.Chunker.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
@@ -158,6 +168,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("config: %w", err)
 	}
 	c.Limits = c.Limits.WithDefaults()
+	c.PullBufferBytes = PullBufferBound(c.PullBufferBytes, c.Limits)
 	if c.EmbedTimeout == 0 {
 		c.EmbedTimeout = 5 * time.Second
 	}
@@ -507,6 +518,10 @@ func (p *partition) fenced() (time.Time, bool) {
 
 // Ready reports whether the worker is consuming.
 func (w *Worker) Ready() bool { return w.ready.Load() }
+
+// PullBufferBytes is the most a partition's pull buffer holds
+// (Config.PullBufferBytes as validated).
+func (w *Worker) PullBufferBytes() int { return w.cfg.PullBufferBytes }
 
 func (w *Worker) consume(ctx context.Context, p *partition) {
 	for ctx.Err() == nil {

@@ -9,12 +9,16 @@ import (
 	"strings"
 
 	"memindex"
+	"memindex/consumer"
 	"memindex/store"
 )
 
 // applyMemoryLimit derives the shards' SQLite page caches and the Go
 // heap's soft limit from --memory-limit for a worker that may hold all P
-// partitions (store.MemoryBudget); no limit keeps the store's defaults.
+// partitions (store.MemoryBudget), and each partition's pull buffer: its
+// share of a sixteenth of the Go heap, at most the consumer's default and
+// at least what the largest event needs (consumer.PullBufferBound); no
+// limit keeps the store's and the consumer's defaults.
 func (n *Node) applyMemoryLimit() error {
 	if n.cfg.MemoryLimit <= 0 {
 		return nil
@@ -24,6 +28,7 @@ func (n *Node) applyMemoryLimit() error {
 		return fmt.Errorf("--memory-limit (MEMINDEX_MEMORY_LIMIT): %w", err)
 	}
 	n.shardCacheKiB, n.sqliteCacheBytes, n.goMemLimit = kib, sqlite, goLimit
+	n.pullBufferBytes = consumer.PullBufferBound(int(min(consumer.DefaultPullBufferBytes, goLimit/16/int64(max(n.partitions, 1)))), n.cfg.Limits)
 	debug.SetMemoryLimit(goLimit)
 	return nil
 }
@@ -43,9 +48,11 @@ func (n *Node) shardConfig(dims int, space string) store.Config {
 	return sc
 }
 
-// memoryStatus reads the worker's memory for status.
-func (n *Node) memoryStatus(parts []memindex.PartitionStatus) *memindex.MemoryStatus {
-	ms := &memindex.MemoryStatus{LimitBytes: n.cfg.MemoryLimit, GoLimitBytes: n.goMemLimit, SQLiteCacheBytes: n.sqliteCacheBytes}
+// memoryStatus reads the worker's memory for status; pullBuffer is each
+// partition's pull buffer bound as its worker has it.
+func (n *Node) memoryStatus(parts []memindex.PartitionStatus, pullBuffer int) *memindex.MemoryStatus {
+	ms := &memindex.MemoryStatus{LimitBytes: n.cfg.MemoryLimit, GoLimitBytes: n.goMemLimit, SQLiteCacheBytes: n.sqliteCacheBytes,
+		PullBufferBytes: int64(len(parts)) * int64(pullBuffer)}
 	if n.cfg.MemoryLimit <= 0 {
 		ms.GoLimitBytes = 0
 		ms.SQLiteCacheBytes = int64(len(parts)) * (store.Config{Dims: 1}).CacheBytes()

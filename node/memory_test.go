@@ -10,6 +10,7 @@ import (
 
 	"memindex"
 	"memindex/client"
+	"memindex/consumer"
 	"memindex/store"
 )
 
@@ -23,9 +24,10 @@ func TestMemoryLimitIsAppliedAndReported(t *testing.T) {
 	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
 	const partitions = 2
 	cfg := obsConfig(t.TempDir(), "", partitions)
-	cfg.MemoryLimit = 512 << 20
+	const limit = 160 << 20
+	cfg.MemoryLimit = limit
 	n := startObsNode(t, cfg)
-	kib, sqlite, goLimit, err := store.MemoryBudget(512<<20, partitions, 0)
+	kib, sqlite, goLimit, err := store.MemoryBudget(limit, partitions, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +51,13 @@ func TestMemoryLimitIsAppliedAndReported(t *testing.T) {
 		return st.Total().Messages == 20 && st.Total().VectorsWaiting == 0
 	})
 	m := st.Memory
-	if m == nil || m.LimitBytes != 512<<20 || m.GoLimitBytes != goLimit || m.SQLiteCacheBytes != sqlite || m.HeapBytes <= 0 || m.RSSBytes <= 0 {
-		t.Fatalf("status memory %+v; want limit 512 MiB, Go limit %d, SQLite %d, heap and RSS read", m, goLimit, sqlite)
+	if m == nil || m.LimitBytes != limit || m.GoLimitBytes != goLimit || m.SQLiteCacheBytes != sqlite || m.HeapBytes <= 0 || m.RSSBytes <= 0 {
+		t.Fatalf("status memory %+v; want limit 160 MiB, Go limit %d, SQLite %d, heap and RSS read", m, goLimit, sqlite)
+	}
+	// Each partition's pull buffer is its share of a sixteenth of the Go
+	// heap (3.75 MiB here, under the default 8), as its worker has it.
+	if pull := int64(partitions) * (goLimit / 16 / partitions); m.PullBufferBytes != pull || pull >= partitions*consumer.DefaultPullBufferBytes {
+		t.Fatalf("status memory: pull buffers %d, want %d", m.PullBufferBytes, pull)
 	}
 	p := memindex.Partition(ns, partitions)
 	var ps memindex.PartitionStatus
@@ -68,8 +75,9 @@ func TestMemoryLimitIsAppliedAndReported(t *testing.T) {
 	series, _ := scrape(t, n)
 	l := strconv.Itoa(p)
 	for name, want := range map[string]float64{
-		`memindex_memory_limit_bytes`:                                 512 << 20,
+		`memindex_memory_limit_bytes`:                                 limit,
 		`memindex_sqlite_cache_bound_bytes`:                           float64(sqlite),
+		`memindex_pull_buffer_bound_bytes`:                            float64(m.PullBufferBytes),
 		`memindex_index_bytes{index="keyword",partition="` + l + `"}`: float64(ps.KeywordIndexBytes),
 	} {
 		got, ok := series[name]
@@ -79,6 +87,18 @@ func TestMemoryLimitIsAppliedAndReported(t *testing.T) {
 	}
 	if v := series["memindex_memory_rss_bytes"]; v <= 0 || math.IsNaN(v) {
 		t.Errorf("memindex_memory_rss_bytes = %v", v)
+	}
+
+	// 16 partitions under 256 MiB: a sixteenth of the Go heap is 768 KiB a
+	// partition, below the largest event, so each gets what that needs.
+	tight := obsConfig(t.TempDir(), "", 16)
+	tight.MemoryLimit = 256 << 20
+	tn := &Node{cfg: tight, partitions: 16}
+	if err := tn.applyMemoryLimit(); err != nil {
+		t.Fatal(err)
+	}
+	if want := memindex.MaxEventBytes + consumer.PullMargin; tn.pullBufferBytes != want {
+		t.Fatalf("pull buffer under 256 MiB for 16 partitions: %d, want %d", tn.pullBufferBytes, want)
 	}
 
 	small := obsConfig(t.TempDir(), "", 64)

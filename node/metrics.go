@@ -189,7 +189,7 @@ type statusCollector struct {
 
 	pending, ackPending, applied, waiting, wal, checkpoints, dlq *prometheus.Desc
 	cacheHits, cacheMisses, breaker                              *prometheus.Desc
-	memLimit, memHeap, memRSS, memSQLite, indexes                *prometheus.Desc
+	memLimit, memHeap, memRSS, memSQLite, memPull, indexes       *prometheus.Desc
 }
 
 func newStatusCollector(n *Node) *statusCollector {
@@ -210,6 +210,7 @@ func newStatusCollector(n *Node) *statusCollector {
 		memHeap:   prometheus.NewDesc("memindex_memory_heap_bytes", "Go heap in use (live and not yet collected objects).", nil, nil),
 		memRSS:    prometheus.NewDesc("memindex_memory_rss_bytes", "Resident memory of the worker process.", nil, nil),
 		memSQLite: prometheus.NewDesc("memindex_sqlite_cache_bound_bytes", "Most the SQLite page caches of the worker's shards may hold together.", nil, nil),
+		memPull:   prometheus.NewDesc("memindex_pull_buffer_bound_bytes", "Most the pull buffers of the worker's partitions may hold together (events received ahead of the batch being collected).", nil, nil),
 		indexes:   prometheus.NewDesc("memindex_index_bytes", "Estimated heap of a partition shard's in-memory index (keyword or vector).", []string{labelPartition, "index"}, nil),
 		breaker:   prometheus.NewDesc("memindex_breaker_state", "The provider's circuit breaker: 0 closed, 1 half-open, 2 open (absent for the built-in embedder).", []string{labelProvider}, nil),
 	}
@@ -217,7 +218,7 @@ func newStatusCollector(n *Node) *statusCollector {
 
 // Describe sends the descriptions of the status gauges.
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.pending, c.ackPending, c.applied, c.waiting, c.wal, c.checkpoints, c.dlq, c.cacheHits, c.cacheMisses, c.breaker, c.memLimit, c.memHeap, c.memRSS, c.memSQLite, c.indexes} {
+	for _, d := range []*prometheus.Desc{c.pending, c.ackPending, c.applied, c.waiting, c.wal, c.checkpoints, c.dlq, c.cacheHits, c.cacheMisses, c.breaker, c.memLimit, c.memHeap, c.memRSS, c.memSQLite, c.memPull, c.indexes} {
 		ch <- d
 	}
 }
@@ -258,6 +259,7 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.memHeap, float64(m.HeapBytes))
 		gauge(c.memRSS, float64(m.RSSBytes))
 		gauge(c.memSQLite, float64(m.SQLiteCacheBytes))
+		gauge(c.memPull, float64(m.PullBufferBytes))
 	}
 	ch <- prometheus.MustNewConstMetric(c.cacheHits, prometheus.CounterValue, float64(st.Embedder.CacheHits))
 	ch <- prometheus.MustNewConstMetric(c.cacheMisses, prometheus.CounterValue, float64(st.Embedder.CacheMisses))

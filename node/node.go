@@ -45,10 +45,12 @@ type Node struct {
 	// partitions is the stream's partition count P, read at Open.
 	partitions int
 	// The memory budget of Config.MemoryLimit (memory.go): each shard's
-	// SQLite page cache, their sum and the Go heap's soft limit.
+	// SQLite page cache, their sum, the Go heap's soft limit and each
+	// partition's pull buffer (0: the consumer's default).
 	shardCacheKiB    int
 	sqliteCacheBytes int64
 	goMemLimit       int64
+	pullBufferBytes  int
 	// serving is the generation searches use; next, when not nil, is being
 	// built for another vector space (see generation.go). genMu guards both.
 	genMu    sync.RWMutex
@@ -270,7 +272,7 @@ func (n *Node) status(ctx context.Context) memindex.StatusResponse {
 			CacheHits: st.Hits, CacheMisses: st.Misses, CacheEntries: cs.Entries, CacheBytes: cs.Bytes,
 			CacheMaxBytes: cs.MaxBytes, CacheEvictions: cs.Evictions},
 		Partitions: parts, Switch: n.switchStatus(ctx),
-		Memory: n.memoryStatus(parts),
+		Memory: n.memoryStatus(parts, serving.worker.PullBufferBytes()),
 	}
 	resp.DLQ = resp.Total().DLQ
 	n.ownershipStatus(&resp)
