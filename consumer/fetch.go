@@ -88,10 +88,11 @@ func PullBufferBound(bytes int, l memindex.Limits) int {
 // request by bytes (the server ends a request before the event that would
 // pass them) but asks again once fewer than a threshold of events are
 // buffered, however large they are; with the threshold at one event it
-// asks only when the buffer is empty, so the buffer never holds more than
-// one request's bytes (TestPullBufferIsBoundedInBytes). Without the byte
-// bound, 2,000 events of 1 MiB (memory files, full messages events) were
-// 2 GiB a partition, outside --memory-limit.
+// asks only when the buffer is empty, so the buffer holds at most one
+// request's bytes (TestPullBufferIsBoundedInBytes); two just after a
+// reconnect or a missed heartbeat, when nats.go forgets what it asked
+// for. Without the byte bound, 2,000 events of 1 MiB (memory files, full
+// messages events) were 2 GiB a partition, outside --memory-limit.
 func pullBuffer(batch, bytes int) []jetstream.PullMessagesOpt {
 	return []jetstream.PullMessagesOpt{
 		jetstream.PullMaxMessagesWithBytesLimit(2*batch, bytes),
