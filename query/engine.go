@@ -106,6 +106,9 @@ type legResult struct {
 	cands []store.Candidate
 	// skipped says the leg never reached the shard (the query embedding failed).
 	skipped bool
+	// closed says the leg met the shard closed (store.ErrClosed): its
+	// partition was dropped while the search ran.
+	closed bool
 }
 
 // Search answers req. It normalises req first; an invalid request is an
@@ -188,6 +191,9 @@ func (e *Engine) answer(ctx context.Context, shard Searcher, req memindex.Search
 	case !vec.leg.Answered && !kw.leg.Answered:
 		if err := ctx.Err(); err != nil {
 			return memindex.SearchResponse{}, 0, fmt.Errorf("search %s: %w", req.Namespace, err)
+		}
+		if vec.closed || kw.closed { // a hand-over: the caller retries (handedOver)
+			return memindex.SearchResponse{}, 0, fmt.Errorf("search %s: %w: %w (%s)", req.Namespace, ErrUnavailable, store.ErrClosed, legReasons(vec.leg, kw.leg))
 		}
 		return memindex.SearchResponse{}, 0, fmt.Errorf("search %s: %w: %s", req.Namespace, ErrUnavailable, legReasons(vec.leg, kw.leg))
 	case vec.leg.Ran && !vec.leg.Answered:
@@ -295,7 +301,7 @@ func (e *Engine) vectorLeg(ctx context.Context, s Searcher, req memindex.SearchR
 		cands, err = s.VectorSearch(ctx, req.Namespace, vec, f, limit)
 	}
 	if err != nil {
-		r.leg.Reason = fmt.Sprintf("search failed: %v", err)
+		r.leg.Reason, r.closed = fmt.Sprintf("search failed: %v", err), errors.Is(err, store.ErrClosed)
 		return r
 	}
 	r.leg.Answered, r.leg.Hits, r.cands = true, len(cands), cands
@@ -386,7 +392,7 @@ func (e *Engine) keywordLeg(ctx context.Context, s Searcher, req memindex.Search
 		return r
 	}
 	if err != nil {
-		r.leg.Reason = fmt.Sprintf("search failed: %v", err)
+		r.leg.Reason, r.closed = fmt.Sprintf("search failed: %v", err), errors.Is(err, store.ErrClosed)
 		return r
 	}
 	r.leg.Answered, r.leg.Hits, r.cands = true, len(cands), cands

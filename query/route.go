@@ -305,11 +305,12 @@ func (r msgRequest) Headers() micro.Headers { return micro.Headers(r.m.Header) }
 func (r msgRequest) Subject() string        { return r.m.Subject }
 func (r msgRequest) Reply() string          { return r.m.Reply }
 
-// handedOver turns the error of a search that met its shard closed (its
-// partition was dropped while it ran: a hand-over) into a 503 to retry.
-func handedOver(ns string, err error) error {
+// handedOver turns the error of a search or read that met its shard
+// closed (its partition was dropped while it ran: a hand-over) into a 503
+// to retry.
+func handedOver(what, ns string, err error) error {
 	if errors.Is(err, store.ErrClosed) {
-		return wireErr(ErrNotReady, "search %s: its partition moved to another worker while the search ran; retry", ns)
+		return wireErr(ErrNotReady, "%s %s: its partition moved to another worker while the %s ran; retry", what, ns, what)
 	}
 	return err
 }

@@ -397,7 +397,7 @@ func (s *Service) search(ctx context.Context, req memindex.SearchRequest) (resp 
 		}
 	}()
 	resp, err = s.eng.Search(ctx, req)
-	return resp, handedOver(req.Namespace, err)
+	return resp, handedOver("search", req.Namespace, err)
 }
 
 // handleRead answers a read request inline: it is one indexed SQLite
@@ -436,7 +436,7 @@ func (s *Service) handleRead(r micro.Request) {
 	defer cancel()
 	resp, err := s.eng.Read(ctx, req)
 	if err != nil {
-		s.rejectRead(r, err)
+		s.rejectRead(r, handedOver("read", req.Namespace, err))
 		return
 	}
 	_ = r.RespondJSON(resp)
