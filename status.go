@@ -41,7 +41,9 @@ type StatusResponse struct {
 // (GoLimitBytes, debug.SetMemoryLimit) and the SQLite page caches of every
 // shard it holds, at most SQLiteCacheBytes together, and the pull buffers
 // of the partitions it holds (at most PullBufferBytes together: events
-// received ahead of the batch being collected, in the Go heap). HeapBytes is the Go
+// received ahead of the batch being collected, in the Go heap), and the
+// event payload its batches hold while collected, prepared or committed
+// (at most InflightBytes together; 0: no bound). HeapBytes is the Go
 // heap in use, of which the shards' keyword and vector indexes
 // (IndexBytes, estimated); RSSBytes the process's resident memory (0 where
 // it cannot be read).
@@ -50,6 +52,7 @@ type MemoryStatus struct {
 	GoLimitBytes     int64 `json:"goLimitBytes"`
 	SQLiteCacheBytes int64 `json:"sqliteCacheBytes"`
 	PullBufferBytes  int64 `json:"pullBufferBytes"`
+	InflightBytes    int64 `json:"inflightBytes"`
 	HeapBytes        int64 `json:"heapBytes"`
 	IndexBytes       int64 `json:"indexBytes"`
 	RSSBytes         int64 `json:"rssBytes"`
@@ -119,6 +122,10 @@ type PartitionStatus struct {
 	// one of the worker's commit slots (--commit-concurrency): more
 	// partitions have batches to commit than the worker commits at once.
 	CommitWaiting bool `json:"commitWaiting,omitempty"`
+	// InflightWaiting says the partition's next batch waits for the
+	// worker's other batches to give back event payload under its bound
+	// (memory.inflightBytes, set by --memory-limit).
+	InflightWaiting bool `json:"inflightWaiting,omitempty"`
 	// Commits counts the batches the worker committed to the partition
 	// since it took it: the events it applied over Commits is the mean
 	// batch, which is what a commit's cost a message follows.

@@ -27,7 +27,8 @@ type slotsRig struct {
 	shards [2]*gatedShard
 }
 
-func newSlotsRig(t *testing.T, slots int) *slotsRig {
+// newSlotsRig's set, when given, changes the worker's configuration.
+func newSlotsRig(t *testing.T, slots int, set ...func(*consumer.Config)) *slotsRig {
 	t.Helper()
 	s := natstest.Server(t)
 	js, err := jetstream.New(natstest.Connect(t, s))
@@ -59,8 +60,12 @@ func newSlotsRig(t *testing.T, slots int) *slotsRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.w, err = consumer.New(js, consumer.Config{Partitions: []int{0, 1}, BatchSize: 10, CommitConcurrency: slots,
-		Chunker: chunker.Config{BudgetTokens: 120}}, seams, b)
+	cfg := consumer.Config{Partitions: []int{0, 1}, BatchSize: 10, CommitConcurrency: slots,
+		Chunker: chunker.Config{BudgetTokens: 120}}
+	for _, f := range set {
+		f(&cfg)
+	}
+	r.w, err = consumer.New(js, cfg, seams, b)
 	if err != nil {
 		t.Fatal(err)
 	}

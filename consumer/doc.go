@@ -16,7 +16,10 @@
 // are no-ops and a deleted shard is rebuilt from the stream. The fetch stage
 // decodes, plans and embeds the next batch while the commit stage commits
 // the one before; batches still commit and are acknowledged one at a time in
-// delivery order.
+// delivery order. What ingestion holds in memory is bounded: a partition's
+// pull buffer in events and bytes (fetch.go pullBuffer), its batches in
+// events and payload, and all partitions' batches together in payload
+// (inflight.go).
 //
 // Ingestion is observable without depending on a metrics or tracing backend:
 // Config.Metrics (metrics.go) is told each batch's events by outcome

@@ -43,6 +43,9 @@ type fetched struct {
 	size int
 	// decode is the time the fetch stage spent decoding.
 	decode time.Duration
+	// held is what the batch took of the worker's in-flight bound
+	// (inflight.go), given back once it is committed or dropped.
+	held int64
 }
 
 // newFetched returns a batch with room for n events.
@@ -127,6 +130,7 @@ func (w *Worker) consumeOnce(ctx context.Context, p *partition) error {
 		bctx, cancel := graceContext(ctx, shutdownGrace)
 		err := w.process(bctx, p, b)
 		cancel()
+		w.inflight.give(b.f.held)
 		if err != nil {
 			return err // the batch prepared meanwhile, if any, is dropped unacknowledged
 		}
@@ -186,22 +190,34 @@ func (w *Worker) fetch(ctx context.Context, p *partition, it jetstream.MessagesC
 	// consume after an error), whose deliveries are numbered from 1; see
 	// inSequence.
 	var delivered uint64
+	// carried is a delivery that did not fit the batch before in the
+	// in-flight bound; it opens the next one.
+	var carried jetstream.Msg
+	var carriedMD *jetstream.MsgMetadata
 	for {
-		first, err := it.Next(jetstream.NextContext(ctx))
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+		first, md := carried, carriedMD
+		carried, carriedMD = nil, nil
+		if first == nil {
+			var err error
+			if first, err = it.Next(jetstream.NextContext(ctx)); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("next: %w", err)
 			}
-			return fmt.Errorf("next: %w", err)
+			if md, err = inSequence(p.id, first, &delivered); err != nil {
+				return err
+			}
 		}
-		md, err := inSequence(p.id, first, &delivered)
-		if err != nil {
-			return err
+		held, ok := w.inflight.take(ctx, len(first.Data()), first, w.cfg.AckWait/3, &p.inflightWaiting)
+		if !ok {
+			return nil
 		}
 		// Sized for the events waiting, up to the batch's limit: a batch
 		// of thousands grown by appends copied its events (about 600
 		// bytes each) about twice over.
 		b := newFetched(min(uint64(w.batchLimit(md, pp)), md.NumPending+1))
+		b.held = held
 		b.add(w.cfg.Limits, first, md)
 		// No heartbeat reaches the events of a batch being collected, so
 		// it is handed on within a third of AckWait whatever the waits.
@@ -216,12 +232,20 @@ func (w *Worker) fetch(ctx context.Context, p *partition, it jetstream.MessagesC
 				break
 			}
 			if md, err = inSequence(p.id, m, &delivered); err != nil {
+				w.inflight.give(b.held)
 				return err
 			}
+			n, ok := w.inflight.tryTake(len(m.Data()))
+			if !ok {
+				carried, carriedMD = m, md
+				break
+			}
+			b.held += n
 			b.add(w.cfg.Limits, m, md)
 		}
 		pb, ok := w.prepare(ctx, p, pp, b)
 		if !ok || !handOver(ctx, pb, out, w.cfg.AckWait/3) {
+			w.inflight.give(b.held)
 			if pb != nil {
 				pb.bt.end(ctx.Err())
 			}

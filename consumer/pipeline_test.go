@@ -114,7 +114,7 @@ func newPipelineRig(t *testing.T) *pipelineRig {
 
 // newPipelineRigWith is newPipelineRig with the worker's batch settings
 // taken from cfg (BatchSize, MaxBatch, BatchWait, MaxBatchBytes,
-// PullBufferBytes, Limits) and, when before is not
+// PullBufferBytes, Limits, InflightBytes) and, when before is not
 // nil, before run once the stream exists and before the worker starts.
 func newPipelineRigWith(t *testing.T, cfg consumer.Config, before func(jetstream.JetStream)) *pipelineRig {
 	t.Helper()
@@ -140,7 +140,7 @@ func newPipelineRigWith(t *testing.T, cfg consumer.Config, before func(jetstream
 	}
 	r := &pipelineRig{js: js, sh: &gatedShard{Shard: inner, entered: make(chan uint64, 16)}, emb: &textsEmbedder{Embedder: b}}
 	w, err := consumer.New(js, consumer.Config{Partitions: []int{0}, BatchSize: cfg.BatchSize, MaxBatch: cfg.MaxBatch, BatchWait: cfg.BatchWait,
-		MaxBatchBytes: cfg.MaxBatchBytes, PullBufferBytes: cfg.PullBufferBytes, Limits: cfg.Limits,
+		MaxBatchBytes: cfg.MaxBatchBytes, PullBufferBytes: cfg.PullBufferBytes, Limits: cfg.Limits, InflightBytes: cfg.InflightBytes,
 		Chunker: chunker.Config{BudgetTokens: 120}}, map[int]consumer.Shard{0: r.sh}, r.emb)
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ func (w *Worker) Status(ctx context.Context) []memindex.PartitionStatus {
 	out := make([]memindex.PartitionStatus, 0, len(parts))
 	for _, p := range parts {
 		ps := memindex.PartitionStatus{Partition: p.id, AppliedSeq: p.applied.Load(), DLQ: dlq[p.id], RecordsMerged: p.recordsMerged.Load(),
-			CommitWaiting: p.commitWaiting.Load(), Commits: p.commits.Load()}
+			CommitWaiting: p.commitWaiting.Load(), InflightWaiting: p.inflightWaiting.Load(), Commits: p.commits.Load()}
 		if e := p.lastErr.Load(); e != nil {
 			ps.Error = *e
 		}

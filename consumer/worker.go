@@ -69,6 +69,12 @@ type Config struct {
 	// below the largest event the limits accept plus PullMargin, or an
 	// event that size could never be delivered.
 	PullBufferBytes int
+	// InflightBytes bounds the event payload the batches of all the
+	// worker's partitions hold together, being collected, prepared or
+	// committed (0: no bound beyond MaxBatchBytes a batch; see
+	// inflight.go). A worker under --memory-limit sets it from the Go
+	// heap's limit.
+	InflightBytes int64
 	// CommitConcurrency is the most of the worker's partitions that
 	// commit a batch at once (default: half of GOMAXPROCS, at least 1).
 	// A commit is CPU-bound work in SQLite; more of them at once than the
@@ -153,6 +159,9 @@ func (c *Config) Validate() error {
 	if c.MaxBatchBytes < 1 {
 		return fmt.Errorf("config: max batch bytes must be positive, got %d", c.MaxBatchBytes)
 	}
+	if c.InflightBytes < 0 {
+		return fmt.Errorf("config: in-flight bytes must not be negative, got %d", c.InflightBytes)
+	}
 	if c.PullBufferBytes < 0 {
 		return fmt.Errorf("config: pull buffer bytes must not be negative, got %d", c.PullBufferBytes)
 	}
@@ -217,6 +226,9 @@ type Worker struct {
 	// commitSlots holds a token for each partition committing now
 	// (Config.CommitConcurrency).
 	commitSlots chan struct{}
+	// inflight bounds the payload all partitions' batches hold
+	// (Config.InflightBytes, inflight.go).
+	inflight inflight
 }
 
 type partition struct {
@@ -241,6 +253,9 @@ type partition struct {
 	// commits counts the batches committed since the worker took it.
 	commitWaiting atomic.Bool
 	commits       atomic.Uint64
+	// inflightWaiting is set while its next batch waits for the bytes of
+	// its first event under the worker's in-flight bound (inflight.go).
+	inflightWaiting atomic.Bool
 	// recordsMerged counts record upserts that updated a near-duplicate.
 	recordsMerged atomic.Uint64
 	kick          chan struct{}
@@ -260,7 +275,8 @@ func New(js jetstream.JetStream, cfg Config, shards map[int]Shard, emb embedder.
 		return nil, err
 	}
 	w := &Worker{js: js, cfg: cfg, emb: emb, log: cfg.Logger, byID: make(map[int]*partition),
-		metrics: cfg.Metrics, trace: newTracing(cfg.TracerProvider), commitSlots: make(chan struct{}, cfg.CommitConcurrency)}
+		metrics: cfg.Metrics, trace: newTracing(cfg.TracerProvider), commitSlots: make(chan struct{}, cfg.CommitConcurrency),
+		inflight: newInflight(cfg.InflightBytes)}
 	for _, id := range cfg.Partitions {
 		if _, dup := w.byID[id]; dup {
 			return nil, fmt.Errorf("new worker: partition %d listed twice", id)
@@ -522,6 +538,10 @@ func (w *Worker) Ready() bool { return w.ready.Load() }
 // PullBufferBytes is the most a partition's pull buffer holds
 // (Config.PullBufferBytes as validated).
 func (w *Worker) PullBufferBytes() int { return w.cfg.PullBufferBytes }
+
+// InflightBytes is the most event payload the batches of all the worker's
+// partitions hold together (Config.InflightBytes; 0: no bound).
+func (w *Worker) InflightBytes() int64 { return w.cfg.InflightBytes }
 
 func (w *Worker) consume(ctx context.Context, p *partition) {
 	for ctx.Err() == nil {

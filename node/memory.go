@@ -17,8 +17,10 @@ import (
 // heap's soft limit from --memory-limit for a worker that may hold all P
 // partitions (store.MemoryBudget), and each partition's pull buffer: its
 // share of a sixteenth of the Go heap, at most the consumer's default and
-// at least what the largest event needs (consumer.PullBufferBound); no
-// limit keeps the store's and the consumer's defaults.
+// at least what the largest event needs (consumer.PullBufferBound); and
+// the payload all partitions' batches may hold together, a sixteenth of
+// the Go heap (a batch's heap is several times its payload once chunked
+// and embedded). No limit keeps the store's and the consumer's defaults.
 func (n *Node) applyMemoryLimit() error {
 	if n.cfg.MemoryLimit <= 0 {
 		return nil
@@ -28,6 +30,7 @@ func (n *Node) applyMemoryLimit() error {
 		return fmt.Errorf("--memory-limit (MEMINDEX_MEMORY_LIMIT): %w", err)
 	}
 	n.shardCacheKiB, n.sqliteCacheBytes, n.goMemLimit = kib, sqlite, goLimit
+	n.inflightBytes = goLimit / 16
 	n.pullBufferBytes = consumer.PullBufferBound(int(min(consumer.DefaultPullBufferBytes, goLimit/16/int64(max(n.partitions, 1)))), n.cfg.Limits)
 	debug.SetMemoryLimit(goLimit)
 	return nil
@@ -49,10 +52,11 @@ func (n *Node) shardConfig(dims int, space string) store.Config {
 }
 
 // memoryStatus reads the worker's memory for status; pullBuffer is each
-// partition's pull buffer bound as its worker has it.
-func (n *Node) memoryStatus(parts []memindex.PartitionStatus, pullBuffer int) *memindex.MemoryStatus {
+// partition's pull buffer bound and inflight the bound of all its batches'
+// payload, as its worker has them.
+func (n *Node) memoryStatus(parts []memindex.PartitionStatus, pullBuffer int, inflight int64) *memindex.MemoryStatus {
 	ms := &memindex.MemoryStatus{LimitBytes: n.cfg.MemoryLimit, GoLimitBytes: n.goMemLimit, SQLiteCacheBytes: n.sqliteCacheBytes,
-		PullBufferBytes: int64(len(parts)) * int64(pullBuffer)}
+		PullBufferBytes: int64(len(parts)) * int64(pullBuffer), InflightBytes: inflight}
 	if n.cfg.MemoryLimit <= 0 {
 		ms.GoLimitBytes = 0
 		ms.SQLiteCacheBytes = int64(len(parts)) * (store.Config{Dims: 1}).CacheBytes()

@@ -59,6 +59,9 @@ func TestMemoryLimitIsAppliedAndReported(t *testing.T) {
 	if pull := int64(partitions) * (goLimit / 16 / partitions); m.PullBufferBytes != pull || pull >= partitions*consumer.DefaultPullBufferBytes {
 		t.Fatalf("status memory: pull buffers %d, want %d", m.PullBufferBytes, pull)
 	}
+	if m.InflightBytes != goLimit/16 {
+		t.Fatalf("status memory: in-flight bound %d, want a sixteenth of the Go limit, %d", m.InflightBytes, goLimit/16)
+	}
 	p := memindex.Partition(ns, partitions)
 	var ps memindex.PartitionStatus
 	for _, x := range st.Partitions {
@@ -78,6 +81,7 @@ func TestMemoryLimitIsAppliedAndReported(t *testing.T) {
 		`memindex_memory_limit_bytes`:                                 limit,
 		`memindex_sqlite_cache_bound_bytes`:                           float64(sqlite),
 		`memindex_pull_buffer_bound_bytes`:                            float64(m.PullBufferBytes),
+		`memindex_ingest_inflight_bound_bytes`:                        float64(m.InflightBytes),
 		`memindex_index_bytes{index="keyword",partition="` + l + `"}`: float64(ps.KeywordIndexBytes),
 	} {
 		got, ok := series[name]

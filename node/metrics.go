@@ -189,7 +189,8 @@ type statusCollector struct {
 
 	pending, ackPending, applied, waiting, wal, checkpoints, dlq *prometheus.Desc
 	cacheHits, cacheMisses, breaker                              *prometheus.Desc
-	memLimit, memHeap, memRSS, memSQLite, memPull, indexes       *prometheus.Desc
+	memLimit, memHeap, memRSS, memSQLite, memPull, memInflight   *prometheus.Desc
+	indexes                                                      *prometheus.Desc
 }
 
 func newStatusCollector(n *Node) *statusCollector {
@@ -206,19 +207,20 @@ func newStatusCollector(n *Node) *statusCollector {
 		cacheHits:   prometheus.NewDesc("memindex_embed_cache_hits_total", "Texts whose vector the embedding cache held.", nil, nil),
 		cacheMisses: prometheus.NewDesc("memindex_embed_cache_misses_total",
 			"Texts the embedding cache did not hold (embedded by the provider).", nil, nil),
-		memLimit:  prometheus.NewDesc("memindex_memory_limit_bytes", "The worker's --memory-limit (0: none).", nil, nil),
-		memHeap:   prometheus.NewDesc("memindex_memory_heap_bytes", "Go heap in use (live and not yet collected objects).", nil, nil),
-		memRSS:    prometheus.NewDesc("memindex_memory_rss_bytes", "Resident memory of the worker process.", nil, nil),
-		memSQLite: prometheus.NewDesc("memindex_sqlite_cache_bound_bytes", "Most the SQLite page caches of the worker's shards may hold together.", nil, nil),
-		memPull:   prometheus.NewDesc("memindex_pull_buffer_bound_bytes", "Most the pull buffers of the worker's partitions may hold together (events received ahead of the batch being collected).", nil, nil),
-		indexes:   prometheus.NewDesc("memindex_index_bytes", "Estimated heap of a partition shard's in-memory index (keyword or vector).", []string{labelPartition, "index"}, nil),
-		breaker:   prometheus.NewDesc("memindex_breaker_state", "The provider's circuit breaker: 0 closed, 1 half-open, 2 open (absent for the built-in embedder).", []string{labelProvider}, nil),
+		memLimit:    prometheus.NewDesc("memindex_memory_limit_bytes", "The worker's --memory-limit (0: none).", nil, nil),
+		memHeap:     prometheus.NewDesc("memindex_memory_heap_bytes", "Go heap in use (live and not yet collected objects).", nil, nil),
+		memRSS:      prometheus.NewDesc("memindex_memory_rss_bytes", "Resident memory of the worker process.", nil, nil),
+		memSQLite:   prometheus.NewDesc("memindex_sqlite_cache_bound_bytes", "Most the SQLite page caches of the worker's shards may hold together.", nil, nil),
+		memPull:     prometheus.NewDesc("memindex_pull_buffer_bound_bytes", "Most the pull buffers of the worker's partitions may hold together (events received ahead of the batch being collected).", nil, nil),
+		memInflight: prometheus.NewDesc("memindex_ingest_inflight_bound_bytes", "Most event payload the batches of the worker's partitions may hold together while collected, prepared or committed (0: no bound).", nil, nil),
+		indexes:     prometheus.NewDesc("memindex_index_bytes", "Estimated heap of a partition shard's in-memory index (keyword or vector).", []string{labelPartition, "index"}, nil),
+		breaker:     prometheus.NewDesc("memindex_breaker_state", "The provider's circuit breaker: 0 closed, 1 half-open, 2 open (absent for the built-in embedder).", []string{labelProvider}, nil),
 	}
 }
 
 // Describe sends the descriptions of the status gauges.
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.pending, c.ackPending, c.applied, c.waiting, c.wal, c.checkpoints, c.dlq, c.cacheHits, c.cacheMisses, c.breaker, c.memLimit, c.memHeap, c.memRSS, c.memSQLite, c.memPull, c.indexes} {
+	for _, d := range []*prometheus.Desc{c.pending, c.ackPending, c.applied, c.waiting, c.wal, c.checkpoints, c.dlq, c.cacheHits, c.cacheMisses, c.breaker, c.memLimit, c.memHeap, c.memRSS, c.memSQLite, c.memPull, c.memInflight, c.indexes} {
 		ch <- d
 	}
 }
@@ -260,6 +262,7 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.memRSS, float64(m.RSSBytes))
 		gauge(c.memSQLite, float64(m.SQLiteCacheBytes))
 		gauge(c.memPull, float64(m.PullBufferBytes))
+		gauge(c.memInflight, float64(m.InflightBytes))
 	}
 	ch <- prometheus.MustNewConstMetric(c.cacheHits, prometheus.CounterValue, float64(st.Embedder.CacheHits))
 	ch <- prometheus.MustNewConstMetric(c.cacheMisses, prometheus.CounterValue, float64(st.Embedder.CacheMisses))

@@ -45,12 +45,14 @@ type Node struct {
 	// partitions is the stream's partition count P, read at Open.
 	partitions int
 	// The memory budget of Config.MemoryLimit (memory.go): each shard's
-	// SQLite page cache, their sum, the Go heap's soft limit and each
-	// partition's pull buffer (0: the consumer's default).
+	// SQLite page cache, their sum, the Go heap's soft limit, each
+	// partition's pull buffer (0: the consumer's default) and the payload
+	// all partitions' batches may hold (0: no bound).
 	shardCacheKiB    int
 	sqliteCacheBytes int64
 	goMemLimit       int64
 	pullBufferBytes  int
+	inflightBytes    int64
 	// serving is the generation searches use; next, when not nil, is being
 	// built for another vector space (see generation.go). genMu guards both.
 	genMu    sync.RWMutex
@@ -272,7 +274,7 @@ func (n *Node) status(ctx context.Context) memindex.StatusResponse {
 			CacheHits: st.Hits, CacheMisses: st.Misses, CacheEntries: cs.Entries, CacheBytes: cs.Bytes,
 			CacheMaxBytes: cs.MaxBytes, CacheEvictions: cs.Evictions},
 		Partitions: parts, Switch: n.switchStatus(ctx),
-		Memory: n.memoryStatus(parts, serving.worker.PullBufferBytes()),
+		Memory: n.memoryStatus(parts, serving.worker.PullBufferBytes(), serving.worker.InflightBytes()),
 	}
 	resp.DLQ = resp.Total().DLQ
 	n.ownershipStatus(&resp)
