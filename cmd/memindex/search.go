@@ -193,6 +193,18 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "embedding cache: %d hits / %d misses (%.0f%% hits), %d entries, %.1f of %.1f MiB, %d evicted\n",
 			e.CacheHits, e.CacheMisses, 100*float64(e.CacheHits)/max(1, float64(e.CacheHits+e.CacheMisses)), e.CacheEntries,
 			float64(e.CacheBytes)/(1<<20), float64(e.CacheMaxBytes)/(1<<20), e.CacheEvictions)
+		if m := s.Memory; m != nil {
+			fmt.Fprintln(stdout, memoryLine(m))
+		}
+		var waiting []string
+		for _, p := range s.Partitions {
+			if p.InflightWaiting {
+				waiting = append(waiting, strconv.Itoa(p.Partition))
+			}
+		}
+		if len(waiting) > 0 {
+			fmt.Fprintf(stdout, "partitions waiting for other batches to commit (in-flight bound): %s\n", strings.Join(waiting, ", "))
+		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "partition\tapplied\tpending\tmessages\tchunks\tsessions\tvec-waiting\toldest-wait\tdlq\t")
 		sum := s.Total()
@@ -217,6 +229,23 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 		printCluster(stdout, sts) // owners, replicas, lag, leases
 	}
 	return nil
+}
+
+// memoryLine is status's line on a worker's memory: what it uses and the
+// bounds --memory-limit sets.
+func memoryLine(m *memindex.MemoryStatus) string {
+	mib := func(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+	var b strings.Builder
+	if m.LimitBytes > 0 {
+		fmt.Fprintf(&b, "memory: RSS %s of a %s limit; Go heap %s in use (soft limit %s)", mib(m.RSSBytes), mib(m.LimitBytes), mib(m.HeapBytes), mib(m.GoLimitBytes))
+	} else {
+		fmt.Fprintf(&b, "memory: RSS %s, no --memory-limit; Go heap %s in use", mib(m.RSSBytes), mib(m.HeapBytes))
+	}
+	fmt.Fprintf(&b, ", indexes about %s; SQLite caches up to %s, pull buffers up to %s", mib(m.IndexBytes), mib(m.SQLiteCacheBytes), mib(m.PullBufferBytes))
+	if m.InflightBytes > 0 {
+		fmt.Fprintf(&b, ", batches up to %s of events", mib(m.InflightBytes))
+	}
+	return b.String()
 }
 
 // printCluster prints the cluster view of every worker's status

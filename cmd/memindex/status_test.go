@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -42,6 +43,27 @@ func TestStatusShowsTheCluster(t *testing.T) {
 	} {
 		if got := rows[p]; len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
 			t.Errorf("cluster row of partition %s = %q, want it to start %q:\n%s", p, got, want, out)
+		}
+	}
+}
+
+// TestStatusShowsMemory: `memindex status` prints the worker's memory and
+// the bounds its --memory-limit sets.
+func TestStatusShowsMemory(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1) // the worker sets the process's Go limit
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	c := testServeConfig(t.TempDir())
+	c.MemoryLimit = 512 << 20
+	n, _ := runTestNode(t, c, nil)
+	var b bytes.Buffer
+	if err := runStatus(context.Background(), []string{"--server", n.URL(), "--wait", "300ms"}, &b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	t.Log(out)
+	for _, want := range []string{"memory: RSS ", " of a 512 MiB limit; Go heap ", "SQLite caches up to ", "pull buffers up to ", "batches up to "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status output lacks %q:\n%s", want, out)
 		}
 	}
 }
