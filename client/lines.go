@@ -113,6 +113,12 @@ type LinesConfig struct {
 	// server refuses fails instead of waiting forever.
 	MaxPending int
 	AckTimeout time.Duration
+	// MaxPendingBytes bounds the payload of the publishes in flight (0:
+	// DefaultMaxPendingBytes). nats-server queues a stream's incoming
+	// publishes up to 128 MiB and refuses more with 429 "too many
+	// requests"; a refused publish is sent again after a pause, up to
+	// publishRetries times, with the same Nats-Msg-Id.
+	MaxPendingBytes int
 	// Inject, when set, sees each message before it is sent (trace
 	// context headers).
 	Inject func(*nats.Msg)
@@ -133,6 +139,19 @@ type LinesConfig struct {
 	EventMessages int
 }
 
+// DefaultMaxPendingBytes is LinesConfig.MaxPendingBytes when none is given.
+const DefaultMaxPendingBytes = 16 << 20
+
+// publishRetries is how often a publish the server refused for its load
+// (429) is sent again, after pauses of 50 ms doubling to 2 s.
+const publishRetries = 8
+
+// tooManyRequests reports a publish refused for the stream's load.
+func tooManyRequests(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.Code == 429
+}
+
 // PublishLines publishes every non-blank JSONL line of r as an event
 // (LineMsg), asynchronously with at most MaxPending unacknowledged. A line
 // that is no valid event is counted as rejected and the lines around it are
@@ -144,6 +163,9 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 	}
 	if cfg.AckTimeout <= 0 {
 		cfg.AckTimeout = DefaultRequestTimeout
+	}
+	if cfg.MaxPendingBytes <= 0 {
+		cfg.MaxPendingBytes = DefaultMaxPendingBytes
 	}
 	if cfg.Read == nil {
 		cfg.Read = func(int64) {}
@@ -168,27 +190,57 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 		f       jetstream.PubAckFuture
 	}
 	var futures []sent
+	pendingBytes := 0
 	settle := func() {
-		for _, s := range futures {
-			select {
-			case ack := <-s.f.Ok():
-				if ack.Duplicate {
-					res.Duplicates += int64(s.n)
-				} else {
-					res.Published += int64(s.n)
+		pending := futures
+		for attempt := 0; len(pending) > 0; attempt++ {
+			var again []sent
+			for _, s := range pending {
+				select {
+				case ack := <-s.f.Ok():
+					if ack.Duplicate {
+						res.Duplicates += int64(s.n)
+					} else {
+						res.Published += int64(s.n)
+					}
+					res.LastSeq = max(res.LastSeq, ack.Sequence)
+				case err := <-s.f.Err():
+					if tooManyRequests(err) && attempt < publishRetries && ctx.Err() == nil {
+						again = append(again, s)
+						continue
+					}
+					res.Failed += int64(s.n)
+					problem(s.line, fmt.Errorf("publish to %s failed: %w%s", s.f.Msg().Subject, err, grouped(s.n)))
 				}
-				res.LastSeq = max(res.LastSeq, ack.Sequence)
-			case err := <-s.f.Err():
-				res.Failed += int64(s.n)
-				problem(s.line, fmt.Errorf("publish to %s failed: %w%s", s.f.Msg().Subject, err, grouped(s.n)))
+			}
+			pending = nil
+			if len(again) == 0 {
+				break
+			}
+			select { // the stream is busy: let it drain
+			case <-time.After(min(50*time.Millisecond<<attempt, 2*time.Second)):
+			case <-ctx.Done():
+			}
+			for _, s := range again { // the same message, so the same Nats-Msg-Id
+				f, err := js.PublishMsgAsync(s.f.Msg())
+				if err != nil {
+					res.Failed += int64(s.n)
+					problem(s.line, fmt.Errorf("publish: %w%s", err, grouped(s.n)))
+					continue
+				}
+				pending = append(pending, sent{s.line, s.n, f})
 			}
 		}
-		futures = futures[:0]
+		futures, pendingBytes = futures[:0], 0
 		cfg.Acked(res.Published + res.Duplicates)
 	}
 	send := func(msg *nats.Msg, line, n int) {
 		if cfg.Inject != nil {
 			cfg.Inject(msg)
+		}
+		size := len(msg.Data) + len(msg.Subject)
+		if len(futures) > 0 && pendingBytes+size > cfg.MaxPendingBytes {
+			settle()
 		}
 		f, err := js.PublishMsgAsync(msg)
 		if err != nil {
@@ -197,6 +249,7 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 			return
 		}
 		futures = append(futures, sent{line, n, f})
+		pendingBytes += size
 		if len(futures) >= cfg.MaxPending {
 			settle()
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -208,5 +209,43 @@ func TestMemoryFileEvents(t *testing.T) {
 	}
 	if _, err := client.MemoryFileEvents(dir, "", []string{"["}); err == nil || !strings.Contains(err.Error(), "bad glob") {
 		t.Errorf("MemoryFileEvents with a bad glob = %v, want a bad-glob error", err)
+	}
+}
+
+// TestPublishLinesUnderTheStreamsIngestLimit: nats-server refuses
+// publishes with 429 once a stream's incoming queue is full (here 100 KiB;
+// 128 MiB by default). PublishLines keeps its publishes in flight within
+// MaxPendingBytes and sends a refused one again after a pause, so every
+// line of 40 of 60 KiB is published: with a byte window below the queue,
+// and, with a window far above it, by the retries.
+func TestPublishLinesUnderTheStreamsIngestLimit(t *testing.T) {
+	var b strings.Builder
+	for i := 1; i <= 40; i++ {
+		fmt.Fprintf(&b, `{"type":"record.upserted","id":"r%d","text":"%s"}`+"\n", i, strings.Repeat("x", 60<<10))
+	}
+	for _, tt := range []struct {
+		name   string
+		window int
+	}{
+		{"a window below the queue", 100 << 10},
+		{"a window above it: retries", 64 << 20},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			s := natstest.ServerWith(t, t.TempDir(), func(o *server.Options) { o.StreamMaxBufferedSize = 100 << 10 })
+			nc := natstest.Connect(t, s)
+			js, err := jetstream.New(nc)
+			mustTB(t, err)
+			if _, err := consumer.EnsureStreams(ctx, js, consumer.StreamConfig{Partitions: 4}); err != nil {
+				t.Fatal(err)
+			}
+			var problems []string
+			res, err := client.PublishLines(ctx, nc, strings.NewReader(b.String()), client.LinesConfig{Namespace: "agent-7", MaxPendingBytes: tt.window,
+				Problem: func(line int, err error) { problems = append(problems, fmt.Sprintf("line %d: %v", line, err)) }})
+			if err != nil || res.Published != 40 || res.Failed != 0 {
+				t.Fatalf("PublishLines = %+v, %v; want all 40 published: %v", res, err, problems)
+			}
+		})
 	}
 }

@@ -23,6 +23,13 @@ func Server(tb testing.TB) *server.Server {
 // a server on the same data.
 func ServerIn(tb testing.TB, dir string) *server.Server {
 	tb.Helper()
+	return ServerWith(tb, dir, nil)
+}
+
+// ServerWith is ServerIn with set, when not nil, changing the server's
+// options before it starts (limits a test needs to reach).
+func ServerWith(tb testing.TB, dir string, set func(*server.Options)) *server.Server {
+	tb.Helper()
 	opts := &server.Options{
 		Host:      "127.0.0.1",
 		Port:      -1,
@@ -30,6 +37,9 @@ func ServerIn(tb testing.TB, dir string) *server.Server {
 		StoreDir:  dir,
 		NoLog:     true,
 		NoSigs:    true,
+	}
+	if set != nil {
+		set(opts)
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
