@@ -191,6 +191,17 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 	}
 	var futures []sent
 	pendingBytes := 0
+	// publish sends msg, made of n lines from line on; a publish that cannot
+	// start is counted failed.
+	publish := func(msg *nats.Msg, line, n int) (sent, bool) {
+		f, err := js.PublishMsgAsync(msg)
+		if err != nil {
+			res.Failed += int64(n)
+			problem(line, fmt.Errorf("publish: %w%s", err, grouped(n)))
+			return sent{}, false
+		}
+		return sent{line, n, f}, true
+	}
 	settle := func() {
 		pending := futures
 		for attempt := 0; len(pending) > 0; attempt++ {
@@ -222,13 +233,9 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 			case <-ctx.Done():
 			}
 			for _, s := range again { // the same message, so the same Nats-Msg-Id
-				f, err := js.PublishMsgAsync(s.f.Msg())
-				if err != nil {
-					res.Failed += int64(s.n)
-					problem(s.line, fmt.Errorf("publish: %w%s", err, grouped(s.n)))
-					continue
+				if r, ok := publish(s.f.Msg(), s.line, s.n); ok {
+					pending = append(pending, r)
 				}
-				pending = append(pending, sent{s.line, s.n, f})
 			}
 		}
 		futures, pendingBytes = futures[:0], 0
@@ -242,13 +249,11 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 		if len(futures) > 0 && pendingBytes+size > cfg.MaxPendingBytes {
 			settle()
 		}
-		f, err := js.PublishMsgAsync(msg)
-		if err != nil {
-			res.Failed += int64(n)
-			problem(line, fmt.Errorf("publish: %w%s", err, grouped(n)))
+		s, ok := publish(msg, line, n)
+		if !ok {
 			return
 		}
-		futures = append(futures, sent{line, n, f})
+		futures = append(futures, s)
 		pendingBytes += size
 		if len(futures) >= cfg.MaxPending {
 			settle()

@@ -15,7 +15,8 @@ import (
 // or dropped. Each partition may hold two batches of up to MaxBatchBytes,
 // and a batch's heap is several times its payload once chunked and
 // embedded. With 8 partitions ingesting 900 KiB memory files together,
-// a worker under --memory-limit 1GiB peaked at 1.09 GiB RSS without it.
+// a worker under --memory-limit 1GiB peaked at 1,052–1,056 MiB RSS
+// without it and 871–877 MiB with it (BENCHMARKS.md).
 //
 // A batch that cannot take the next event's bytes at once ends there and
 // the event opens the next batch, which waits for them: so a partition

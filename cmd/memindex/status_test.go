@@ -55,11 +55,13 @@ func TestStatusShowsMemory(t *testing.T) {
 	c := testServeConfig(t.TempDir())
 	c.MemoryLimit = 512 << 20
 	n, _ := runTestNode(t, c, nil)
-	var b bytes.Buffer
-	if err := runStatus(context.Background(), []string{"--server", n.URL(), "--wait", "300ms"}, &b); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
+	var out string
+	waitUntil(t, 20*time.Second, "the worker to answer status", func() bool {
+		var b bytes.Buffer
+		err := runStatus(context.Background(), []string{"--server", n.URL(), "--wait", "300ms"}, &b)
+		out = b.String()
+		return err == nil
+	})
 	t.Log(out)
 	for _, want := range []string{"memory: RSS ", " of a 512 MiB limit; Go heap ", "SQLite caches up to ", "pull buffers up to ", "batches up to "} {
 		if !strings.Contains(out, want) {
