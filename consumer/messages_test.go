@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -167,6 +168,50 @@ func TestABatchCountsMessagesNotEvents(t *testing.T) {
 	}
 	if total != events*per {
 		t.Fatalf("batches held %d messages (sizes %v), want %d", total, sizes, events*per)
+	}
+}
+
+// TestABatchGrowsWhileTheCommitBeforeRuns: while the commit stage is busy
+// with a batch, the next one takes the events that arrive meanwhile up to
+// MaxBatch messages, though the stream holds fewer events than BatchSize
+// messages: 12 events of 5 messages (60) published while the first batch
+// waits at the gate are prepared as one batch of 60 before the gate opens,
+// and commit as one. Counting the events waiting against BatchSize
+// (before) cut them into batches of 20, and only the first of those was
+// prepared while the gate held.
+func TestABatchGrowsWhileTheCommitBeforeRuns(t *testing.T) {
+	const events, per, batch = 12, 5, 20
+	r := newPipelineRigWith(t, consumer.Config{BatchSize: batch, MaxBatch: 3 * batch, BatchWait: 200 * time.Millisecond}, nil)
+	event := func(i int) memindex.Event {
+		e := memindex.Event{Type: memindex.TypeMessages, Namespace: "ns", SessionKey: fmt.Sprintf("chat-%d", i%3), SessionID: "s1"}
+		for j := range per {
+			e.Messages = append(e.Messages, memindex.Message{Seq: int64(i/3*per + j + 1), Text: fmt.Sprintf("event %d message %d about the harbour", i, j)})
+		}
+		return e
+	}
+	gate := make(chan error)
+	r.sh.setGate(gate)
+	defer close(gate) // a failure below must not leave the first batch at the gate
+	publishJSON(t, r.js, "ns", event(0))
+	select {
+	case <-r.sh.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first batch never reached the gate")
+	}
+	for i := 1; i <= events; i++ {
+		publishJSON(t, r.js, "ns", event(i))
+	}
+	waitFor(t, "the last event prepared while the first batch waits", func() bool {
+		return r.emb.saw(fmt.Sprintf("event %d message %d ", events, per-1))
+	})
+	r.sh.setGate(nil)
+	gate <- nil
+	waitFor(t, "every event applied", func() bool {
+		seq, err := r.sh.AppliedSeq(context.Background())
+		return err == nil && seq == events+1
+	})
+	if sizes := r.sh.batchSizes(); !slices.Equal(sizes, []int{per, events * per}) {
+		t.Fatalf("batches held %v messages, want [%d %d]: the events that arrived during the first commit in one batch", sizes, per, events*per)
 	}
 }
 

@@ -51,11 +51,12 @@ type Config struct {
 	BatchSize int
 	// BatchWait is how long to wait for more events once one has arrived.
 	BatchWait time.Duration
-	// MaxBatch is the most events applied in one transaction while the
-	// partition is behind (more than BatchSize events wait): a batch over
-	// many interleaved sessions costs the writer about one page write per
-	// session touched, so bigger batches catch up faster (default
-	// 8×BatchSize, at least BatchSize).
+	// MaxBatch is the most messages applied in one transaction, counted
+	// as BatchSize counts them, while the commit stage is busy with the
+	// batch before (the events that arrive meanwhile join the batch being
+	// collected): a batch over many interleaved sessions costs the writer
+	// about one page write per session touched, so bigger batches catch
+	// up faster (default 8×BatchSize, at least BatchSize).
 	MaxBatch int
 	// MaxBatchBytes bounds the event payload of one batch (default 16 MiB).
 	// A partition holds at most two batches in memory, one committing and

@@ -31,6 +31,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	messages := fs.Int("messages", 100000, "messages in the generated ingest corpus (ingest and stages suites; 0 skips it)")
 	hotMessages := fs.String("hot-messages", "100000", "hot suite: messages into one namespace (and, beside it, spread over 100 namespaces), a comma-separated list of sizes, each a run of its own; empty or 0 skips it")
 	hotSessions := fs.Int("hot-sessions", 1000, "hot suite: interleaved sessions of the one namespace")
+	hotCases := fs.String("hot-cases", "", "hot suite: the cases to run, comma-separated: "+strings.Join(bench.HotCases, ", ")+" (empty: all)")
+	hotRounds := fs.Int("hot-rounds", 1, "hot suite: times each fresh-worker case and NATS floor runs; the report keeps the round of the median rate")
 	sizes := fs.String("search-chunks", "10000,100000", "namespace sizes (chunks) to measure search latency and concurrency at over NATS; empty skips")
 	queries := fs.Int("queries", 400, "search requests per size and mode (cluster suite: per path)")
 	modes := fs.String("modes", "hybrid,keyword,vector", "search modes to measure (search and locomo suites)")
@@ -93,6 +95,16 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.Cluster, err = clusterF.config(*queries); err != nil {
 		return err
 	}
+	for _, c := range splitList(*hotCases) {
+		if !slices.Contains(bench.HotCases, c) {
+			return fmt.Errorf("--hot-cases: unknown case %q; use a comma-separated list of %s", c, strings.Join(bench.HotCases, ", "))
+		}
+		cfg.HotCases = append(cfg.HotCases, c)
+	}
+	if *hotRounds < 1 {
+		return fmt.Errorf("--hot-rounds %d: want at least 1", *hotRounds)
+	}
+	cfg.HotRounds = *hotRounds
 	if *hotSessions < 1 {
 		return fmt.Errorf("--hot-sessions %d: want at least 1", *hotSessions)
 	}

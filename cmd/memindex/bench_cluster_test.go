@@ -49,14 +49,7 @@ func TestBenchClusterSuiteAtATinySize(t *testing.T) {
 		t.Fatalf("runBench: %v\nstderr:\n%s", err, stderr.String())
 	}
 	t.Logf("bench progress:\n%s", stderr.String())
-	b, err := os.ReadFile(filepath.Join(out, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep bench.Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatalf("report.json: %v", err)
-	}
+	rep, b := readReport(t, out)
 	if len(rep.Ingest) != 0 || len(rep.Vector) != 0 || rep.Cluster == nil {
 		t.Fatalf("report = %s; want the cluster part only", b)
 	}

@@ -75,14 +75,7 @@ func TestBenchLocomoReportsEverySystem(t *testing.T) {
 	if err := runBench(ctx, []string{"--suite", "locomo", "--locomo", events, "--out", out}, &stdout, &stderr); err != nil {
 		t.Fatalf("runBench: %v\nstderr:\n%s", err, stderr.String())
 	}
-	b, err := os.ReadFile(filepath.Join(out, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep bench.Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatalf("report.json: %v", err)
-	}
+	rep, b := readReport(t, out)
 	r := rep.Locomo
 	if r == nil {
 		t.Fatalf("report.json has no locomo part:\n%s", b)

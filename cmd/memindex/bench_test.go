@@ -40,14 +40,7 @@ func TestBenchSuiteAtATinySize(t *testing.T) {
 	if tr, err := os.ReadFile(traceFile); err != nil || !bytes.HasPrefix(tr, []byte("go 1.")) || len(tr) < 1<<10 {
 		t.Errorf("--trace: %d bytes starting %q, %v; want an execution trace", len(tr), tr[:min(len(tr), 16)], err)
 	}
-	b, err := os.ReadFile(filepath.Join(out, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep bench.Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatalf("report.json: %v", err)
-	}
+	rep, _ := readReport(t, out)
 
 	if len(rep.Ingest) != 1 || rep.Ingest[0].Messages != 300 || rep.Ingest[0].Chunks < 1 {
 		t.Errorf("ingest = %+v, want one corpus of 300 messages with chunks", rep.Ingest)
@@ -222,4 +215,81 @@ func TestBenchRefusesAnEarlierRunsData(t *testing.T) {
 	if _, err := os.Stat(old); err != nil {
 		t.Fatalf("the earlier run's directory: %v", err)
 	}
+}
+
+// TestBenchHotCasesAndRounds: --hot-cases runs only the named cases of the
+// hot suite (no floors unless named), --hot-rounds runs each of them that
+// many times on fresh workers, and the report keeps the round of the
+// median rate, which the output names beside every round's.
+func TestBenchHotCasesAndRounds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts nodes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	err := runBench(ctx, []string{"--suite", "hot", "--out", out, "--hot-messages", "200", "--hot-sessions", "20",
+		"--hot-cases", "many-batched,backlog", "--hot-rounds", "3"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("runBench: %v\nstderr:\n%s", err, stderr.String())
+	}
+	rep, _ := readReport(t, out)
+	var systems []string
+	for _, f := range rep.Hot {
+		systems = append(systems, f.System)
+	}
+	if want := []string{bench.HotMemindexManyBatched, bench.HotBacklog}; !slices.Equal(systems, want) {
+		t.Fatalf("hot systems = %q, want %q", systems, want)
+	}
+	medians := 0
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		var med float64
+		var r [3]float64
+		if _, err := fmt.Sscanf(strings.TrimSpace(line), "median of 3 rounds: %f messages/s (rounds: %f, %f, %f)", &med, &r[0], &r[1], &r[2]); err != nil {
+			continue
+		}
+		if !(r[0] <= r[1] && r[1] <= r[2]) || med != r[1] {
+			t.Errorf("%q: want the middle of the sorted rounds", line)
+		}
+		f := rep.Hot[medians]
+		if fmt.Sprintf("%.0f", f.PerSecond) != fmt.Sprintf("%.0f", med) {
+			t.Errorf("report keeps %.0f messages/s for %s, the output's median is %.0f", f.PerSecond, f.System, med)
+		}
+		medians++
+	}
+	if medians != 2 {
+		t.Fatalf("found %d median lines, want one a case:\n%s", medians, stderr.String())
+	}
+	if n := strings.Count(stderr.String(), "round 3 of 3"); n != 2 {
+		t.Errorf("%d third rounds, want one a case:\n%s", n, stderr.String())
+	}
+}
+
+// TestBenchRejectsUnknownHotCase: --hot-cases names only known cases, and
+// --hot-rounds is at least 1.
+func TestBenchRejectsUnknownHotCase(t *testing.T) {
+	err := runBench(context.Background(), []string{"--suite", "hot", "--hot-cases", "one,spread", "--out", t.TempDir()}, &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), `"spread"`) || !strings.Contains(err.Error(), "many-batched") {
+		t.Fatalf("runBench(--hot-cases one,spread) = %v, want an error naming the case and the known ones", err)
+	}
+	err = runBench(context.Background(), []string{"--suite", "hot", "--hot-rounds", "0", "--out", t.TempDir()}, &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "--hot-rounds") {
+		t.Fatalf("runBench(--hot-rounds 0) = %v, want an error naming --hot-rounds", err)
+	}
+}
+
+// readReport reads and decodes the report.json a bench run wrote to out,
+// and returns it with its bytes.
+func readReport(t *testing.T, out string) (bench.Report, []byte) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("report.json: %v", err)
+	}
+	return rep, b
 }

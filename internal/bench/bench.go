@@ -119,6 +119,12 @@ type Config struct {
 	// namespace) and HotSessions the hot suite.
 	Messages, HotSessions int
 	HotMessages           []int
+	// HotCases are the hot suite's cases to run, each one of HotCases
+	// (none: all); HotRounds how many times each fresh-worker case and
+	// NATS floor runs, the report keeping the round of the median rate
+	// (0 or 1: once).
+	HotCases  []string
+	HotRounds int
 	// SearchChunks are the namespace sizes of the search and concurrency
 	// suites; Queries the requests per size and mode; Modes the search
 	// modes (search and locomo suites).

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -176,7 +178,7 @@ func countMessages(lines [][]byte) int {
 // from a backlog, on a server and worker of its own under dir; then the
 // transport floor of the four loads (runHotNATS, under dir-nats, its
 // consumers acknowledging every batch events).
-func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, hot [][]byte, sessions, batch int, say func(string, ...any)) ([]HotFigure, error) {
+func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, hot [][]byte, sessions, batch int, sel hotSelection, say func(string, ...any)) ([]HotFigure, error) {
 	var out []HotFigure
 	messages := countMessages(hot)
 	many := hotEvents(messages, sessions, hotManyNamespaces, 1)
@@ -184,13 +186,16 @@ func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, ho
 	manyBatched := hotEvents(messages, sessions, hotManyNamespaces, hotEventMessages)
 	spread := min(sessions, hotManyNamespaces)
 	for _, c := range []struct {
-		system          string
+		key, system     string
 		namespaces, per int
 		lines           [][]byte
 	}{
-		{HotMemindex, 1, 1, hot},
-		{HotMemindexMany, spread, 1, many},
+		{HotCaseOne, HotMemindex, 1, 1, hot},
+		{HotCaseMany, HotMemindexMany, spread, 1, many},
 	} {
+		if !sel.has(c.key) {
+			continue
+		}
 		say("hot: %s, %d messages in %d sessions%s …", c.system, messages, sessions, spreadNote(c.namespaces))
 		commits0, err := workerCommits(ctx, n)
 		if err != nil {
@@ -212,58 +217,128 @@ func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, ho
 			CPUMicrosPerMessage: cpu * 1e6 / float64(messages), CoresBusy: cpu / wall, Commits: int(commits - commits0),
 			FaultsPerMessage: float64(u.faults) / float64(messages)}
 		out = append(out, hf)
-		say("  %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy, %.2f page faults a message, %d commits (%s messages a batch)",
-			hf.PerSecond, hf.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy, hf.FaultsPerMessage, hf.Commits, meanBatch(hf))
+		sayHot(say, hf)
 	}
 	// These compare on fresh workers, each with a stream of its own: in
 	// one worker, the cases that ran later ran slower, whichever they
-	// were (BENCHMARKS.md).
+	// were (BENCHMARKS.md). Each runs sel.rounds times; the figure is the
+	// round of the median rate.
 	for _, c := range []struct {
-		system          string
+		key, system     string
 		namespaces, per int
 		lines           [][]byte
+		mode            string
 	}{
-		{HotMemindexManyFresh, spread, 1, many},
-		{HotMemindexBatched, 1, hotEventMessages, hotBatched},
-		{HotMemindexManyBatched, spread, hotEventMessages, manyBatched},
+		{HotCaseManyFresh, HotMemindexManyFresh, spread, 1, many, IngestLive},
+		{HotCaseBatched, HotMemindexBatched, 1, hotEventMessages, hotBatched, IngestLive},
+		{HotCaseManyBatched, HotMemindexManyBatched, spread, hotEventMessages, manyBatched, IngestLive},
+		{HotCaseBacklog, HotBacklog, 1, 1, hot, IngestBacklog},
 	} {
-		say("hot: %s, %d messages in %d sessions%s …", c.system, messages, sessions, spreadNote(c.namespaces))
-		hf, err := runHotAlone(ctx, h, dir+"-fresh", c.system, IngestLive, c.lines, sessions)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.system, err)
+		if !sel.has(c.key) {
+			continue
 		}
-		hf.Namespaces, hf.MessagesPerEvent = c.namespaces, c.per
-		say("  %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy, %.2f page faults a message, %d commits (%s messages a batch)",
-			hf.PerSecond, hf.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy, hf.FaultsPerMessage, hf.Commits, meanBatch(hf))
-		out = append(out, hf)
+		var rounds []HotFigure
+		for r := range sel.rounds {
+			say("hot: %s, %d messages in %d sessions%s%s …", c.system, messages, sessions, spreadNote(c.namespaces), roundNote(r, sel.rounds))
+			d := dir + "-fresh"
+			if c.mode == IngestBacklog {
+				d = dir
+			}
+			hf, err := runHotAlone(ctx, h, fmt.Sprintf("%s-%d", d, r), c.system, c.mode, c.lines, sessions)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", c.system, err)
+			}
+			hf.Namespaces, hf.MessagesPerEvent = c.namespaces, c.per
+			if c.mode == IngestBacklog {
+				say("  published alone in %.2fs (%.0f µs of CPU a message); then", hf.PublishSeconds, hf.PublishCPUMicrosPerMessage)
+			}
+			sayHot(say, hf)
+			rounds = append(rounds, hf)
+		}
+		out = append(out, medianRound(rounds, say))
 	}
-	say("hot: %s, %d messages in %d sessions …", HotBacklog, messages, sessions)
-	hf, err := runHotAlone(ctx, h, dir, HotBacklog, IngestBacklog, hot, sessions)
-	if err != nil {
-		return nil, err
-	}
-	hf.Namespaces, hf.MessagesPerEvent = 1, 1
-	say("  published alone in %.2fs (%.0f µs of CPU a message); then %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy, %.2f page faults a message, %d commits (%s messages a batch)",
-		hf.PublishSeconds, hf.PublishCPUMicrosPerMessage, hf.PerSecond, hf.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy, hf.FaultsPerMessage, hf.Commits, meanBatch(hf))
-	out = append(out, hf)
 	for _, c := range []struct {
 		system          string
 		namespaces, per int
 		lines           [][]byte
 	}{{HotNATS, 1, 1, hot}, {HotNATSMany, spread, 1, many}, {HotNATSBatched, 1, hotEventMessages, hotBatched}, {HotNATSManyBatched, spread, hotEventMessages, manyBatched}} {
-		say("hot: %s (publish, fetch, ack; nothing indexed), %d messages%s …", c.system, messages, spreadNote(c.namespaces))
-		hf, err := runHotNATS(ctx, h, dir+"-nats", c.system, c.lines, sessions, batch)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.system, err)
+		if !sel.has(HotCaseNATS) {
+			break
 		}
-		hf.Namespaces, hf.MessagesPerEvent = c.namespaces, c.per
-		say("  %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy", hf.PerSecond, hf.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy)
-		out = append(out, hf)
+		var rounds []HotFigure
+		for r := range sel.rounds {
+			say("hot: %s (publish, fetch, ack; nothing indexed), %d messages%s%s …", c.system, messages, spreadNote(c.namespaces), roundNote(r, sel.rounds))
+			hf, err := runHotNATS(ctx, h, fmt.Sprintf("%s-nats-%d", dir, r), c.system, c.lines, sessions, batch)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", c.system, err)
+			}
+			hf.Namespaces, hf.MessagesPerEvent = c.namespaces, c.per
+			say("  %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy", hf.PerSecond, hf.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy)
+			rounds = append(rounds, hf)
+		}
+		out = append(out, medianRound(rounds, say))
 	}
 	var b strings.Builder
 	writeHotOverNATS(&b, out)
-	say("  %s", strings.TrimSpace(b.String()))
+	if s := strings.TrimSpace(b.String()); s != "" {
+		say("  %s", s)
+	}
 	return out, nil
+}
+
+// The hot suite's cases, as --hot-cases names them.
+const (
+	HotCaseOne         = "one"          // HotMemindex
+	HotCaseMany        = "many"         // HotMemindexMany
+	HotCaseManyFresh   = "many-fresh"   // HotMemindexManyFresh
+	HotCaseBatched     = "batched"      // HotMemindexBatched
+	HotCaseManyBatched = "many-batched" // HotMemindexManyBatched
+	HotCaseBacklog     = "backlog"      // HotBacklog
+	HotCaseNATS        = "nats"         // the four NATS-alone floors
+	HotCaseFloors      = "floors"       // plain FTS5 and the built-in embedder, in process
+)
+
+// HotCases are the hot suite's cases in the order it runs them.
+var HotCases = []string{HotCaseOne, HotCaseMany, HotCaseManyFresh, HotCaseBatched, HotCaseManyBatched, HotCaseBacklog, HotCaseNATS, HotCaseFloors}
+
+// hotSelection is which hot cases run (none named: all) and how many
+// rounds each fresh-worker case and NATS floor runs (at least 1).
+type hotSelection struct {
+	cases  []string
+	rounds int
+}
+
+func (s hotSelection) has(key string) bool { return len(s.cases) == 0 || slices.Contains(s.cases, key) }
+
+// roundNote says which round of how many this is ("" with one round).
+func roundNote(r, rounds int) string {
+	if rounds <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(", round %d of %d", r+1, rounds)
+}
+
+// medianRound is the round of rounds with the median rate (the lower of
+// the two middle ones for an even count), said when there are several.
+func medianRound(rounds []HotFigure, say func(string, ...any)) HotFigure {
+	if len(rounds) == 1 {
+		return rounds[0]
+	}
+	sorted := slices.Clone(rounds)
+	slices.SortFunc(sorted, func(a, b HotFigure) int { return cmp.Compare(a.PerSecond, b.PerSecond) })
+	m := sorted[(len(sorted)-1)/2]
+	rates := make([]string, len(sorted))
+	for i, f := range sorted {
+		rates[i] = fmt.Sprintf("%.0f", f.PerSecond)
+	}
+	say("  median of %d rounds: %.0f messages/s (rounds: %s)", len(rounds), m.PerSecond, strings.Join(rates, ", "))
+	return m
+}
+
+// sayHot prints a memindex case's figure.
+func sayHot(say func(string, ...any), hf HotFigure) {
+	say("  %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy, %.2f page faults a message, %d commits (%s messages a batch)",
+		hf.PerSecond, hf.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy, hf.FaultsPerMessage, hf.Commits, meanBatch(hf))
 }
 
 // spreadNote says how many namespaces a spread case really spans when

@@ -73,9 +73,14 @@ func runNodeSuites(ctx context.Context, cfg Config, run map[string]bool, rep *Re
 			break
 		}
 		hot := hotEvents(size, cfg.HotSessions, 1, 1)
-		figs, err := runHot(ctx, cfg.Hooks, n, filepath.Join(cfg.Dir, fmt.Sprintf("hot-backlog-%d", size)), hot, cfg.HotSessions, spec.Batch, say)
+		sel := hotSelection{cases: cfg.HotCases, rounds: max(1, cfg.HotRounds)}
+		figs, err := runHot(ctx, cfg.Hooks, n, filepath.Join(cfg.Dir, fmt.Sprintf("hot-backlog-%d", size)), hot, cfg.HotSessions, spec.Batch, sel, say)
 		if err != nil {
 			return err
+		}
+		if !sel.has(HotCaseFloors) {
+			rep.Hot = append(rep.Hot, figs...)
+			continue
 		}
 		say("hot: the floors, in process over the same %d messages …", size)
 		floors, err := runHotFloors(ctx, filepath.Join(cfg.Dir, fmt.Sprintf("hot-%d", size)), hot, cfg.HotSessions, spec.Batch, say)
