@@ -164,3 +164,31 @@ func TestTwoCommitSlotsCommitTogether(t *testing.T) {
 		waitFor(t, fmt.Sprintf("partition %d to commit", p), func() bool { return len(r.shards[p].committed()) == 1 })
 	}
 }
+
+// The commit slot is given back once a partition's transaction commits,
+// not when its Apply returns: the in-memory indexes that take the batch
+// after the commit run beside the next partition's transaction. Here
+// partition 0 is held after its commit, and partition 1 commits meanwhile
+// through the only slot; holding the slot to the end of Apply (before)
+// left partition 1 waiting.
+func TestTheCommitSlotIsFreeOnceTheTransactionCommits(t *testing.T) {
+	r := newSlotsRig(t, 1)
+	after := make(chan error)
+	t.Cleanup(func() { close(after) }) // before the rig's: a failed test does not leave partition 0 held
+	r.shards[0].setAfter(after)
+	r.publish(t, 0, 1)
+	select {
+	case <-r.shards[0].afterEntered: // committed, still inside Apply
+	case <-time.After(20 * time.Second):
+		t.Fatal("partition 0 never committed")
+	}
+	r.publish(t, 1, 1)
+	waitFor(t, "partition 1 to commit while partition 0's Apply runs after its commit", func() bool {
+		return len(r.shards[1].committed()) == 1
+	})
+	if got := r.shards[0].committed(); len(got) != 0 {
+		t.Fatalf("partition 0's Apply returned (%v) while held after its commit", got)
+	}
+	after <- nil
+	waitFor(t, "partition 0's Apply to return", func() bool { return len(r.shards[0].committed()) == 1 })
+}

@@ -32,6 +32,11 @@ type gatedShard struct {
 	entered chan uint64 // the Seq of each Apply that waits at the gate
 	seqs    []uint64    // the Seq of every Apply that committed
 	sizes   []int       // the messages of every Apply that committed
+	// after, when set, holds an Apply once its transaction committed
+	// (in Batch.Committed, after the worker's own), as slow in-memory
+	// indexes would; afterEntered gets the Seq of each Apply held there.
+	after        chan error
+	afterEntered chan uint64
 }
 
 func (g *gatedShard) Apply(ctx context.Context, b store.Batch) (store.ApplyStats, error) {
@@ -42,6 +47,19 @@ func (g *gatedShard) Apply(ctx context.Context, b store.Batch) (store.ApplyStats
 		g.entered <- b.Seq
 		if err := <-gate; err != nil {
 			return store.ApplyStats{}, err
+		}
+	}
+	g.mu.Lock()
+	after := g.after
+	g.mu.Unlock()
+	if after != nil {
+		committed := b.Committed
+		b.Committed = func() {
+			if committed != nil {
+				committed()
+			}
+			g.afterEntered <- b.Seq
+			<-after
 		}
 	}
 	st, err := g.Shard.Apply(ctx, b)
@@ -57,6 +75,17 @@ func (g *gatedShard) Apply(ctx context.Context, b store.Batch) (store.ApplyStats
 func (g *gatedShard) setGate(c chan error) {
 	g.mu.Lock()
 	g.gate = c
+	g.mu.Unlock()
+}
+
+// setAfter holds the Applies that start from now on once their
+// transaction commits, until c gives them a value (nil: none held).
+func (g *gatedShard) setAfter(c chan error) {
+	g.mu.Lock()
+	g.after = c
+	if g.afterEntered == nil {
+		g.afterEntered = make(chan uint64, 16)
+	}
 	g.mu.Unlock()
 }
 

@@ -77,7 +77,9 @@ type Config struct {
 	// heap's limit.
 	InflightBytes int64
 	// CommitConcurrency is the most of the worker's partitions that
-	// commit a batch at once (default: half of GOMAXPROCS, at least 1).
+	// commit a batch at once (default: half of GOMAXPROCS, at least 1): a
+	// partition holds a slot for its batch's transaction and gives it
+	// back once that commits, before the in-memory indexes take the batch.
 	// A commit is CPU-bound work in SQLite; more of them at once than the
 	// cores can run only switch between them, and each partition's next
 	// batch is fetched, decoded, planned and embedded on the other cores
@@ -767,8 +769,11 @@ func (w *Worker) applyPlan(ctx context.Context, p *partition, b store.Batch, fre
 		err = w.commitSlot(ctx, p)
 	}
 	if err == nil {
+		var release sync.Once
+		free := func() { release.Do(func() { <-w.commitSlots }) }
+		b.Committed = free
 		_, err = p.shard.Apply(ctx, b)
-		<-w.commitSlots
+		free()
 		if err == nil {
 			p.commits.Add(1)
 		}

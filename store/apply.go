@@ -470,6 +470,9 @@ func (s *Shard) apply(ctx context.Context, b Batch) (ApplyStats, error) {
 	}
 	w.commitSids()
 	s.ckpt.kick()
+	if b.Committed != nil {
+		b.Committed()
+	}
 	if s.applyHook != nil {
 		_ = s.applyHook("commit") // committed: the hook only observes
 	}

@@ -72,6 +72,11 @@ type Batch struct {
 	// DeleteRecords (FileRef.Path is the record id) then Records apply last.
 	DeleteRecords []FileRef
 	Records       []RecordUpsert
+	// Committed, when set, is called once the batch's transaction has
+	// committed, before the in-memory indexes take the batch (and before
+	// Apply returns). A caller that bounds how many commits run at once
+	// may let the next one start there.
+	Committed func()
 }
 
 // RecordUpsert stores a memory record as one chunk (source "records", its id

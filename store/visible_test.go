@@ -104,3 +104,44 @@ func TestWaitIndexedWaitsForTheIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCommittedRunsOnceTheTransactionCommits: Batch.Committed is called
+// once a batch's transaction has committed (a reader of the file sees its
+// applied sequence) and before the in-memory indexes hold it (AppliedSeq,
+// which searches read, is still the one before); a batch that fails in its
+// transaction never calls it.
+func TestCommittedRunsOnceTheTransactionCommits(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, 8)
+	msgs, sc := session("ns", "k", "s", 4, nil, 8)
+	calls := 0
+	var fileSeq, indexedSeq uint64
+	var readErr error
+	b := Batch{Seq: 7, Messages: msgs, Rechunk: []SessionChunks{sc}, Committed: func() {
+		calls++
+		fileSeq, readErr = readAppliedSeq(ctx, s.r)
+		indexedSeq, _ = s.AppliedSeq(ctx)
+	}}
+	mustApply(t, s, b)
+	if calls != 1 || readErr != nil || fileSeq != 7 || indexedSeq != 0 {
+		t.Fatalf("Committed: %d calls, the file's applied seq %d (%v), the indexes' %d; want 1 call seeing 7 in the file and 0 in the indexes",
+			calls, fileSeq, readErr, indexedSeq)
+	}
+	if got, _ := s.AppliedSeq(ctx); got != 7 {
+		t.Fatalf("AppliedSeq() after Apply = %d, want 7", got)
+	}
+
+	calls = 0
+	msgs2, sc2 := session("ns", "k", "s2", 3, nil, 8)
+	s.applyHook = func(stage string) error {
+		if stage == "seq" {
+			return fmt.Errorf("injected at %s", stage)
+		}
+		return nil
+	}
+	_, err := s.Apply(ctx, Batch{Seq: 9, Messages: msgs2, Rechunk: []SessionChunks{sc2}, Committed: func() { calls++ }})
+	s.applyHook = nil
+	if err == nil || calls != 0 {
+		t.Fatalf("Apply failing in its transaction: %v, Committed called %d times; want an error and no call", err, calls)
+	}
+}
