@@ -167,16 +167,23 @@ func speakerHead(source, text string) string {
 }
 
 // kwColumn is a value of a row that chunks_fts indexes and its weight in
-// half units (0: it counts in the row's length only).
+// half units.
 type kwColumn struct {
 	text string
 	w    uint32
 }
 
-// columns are d's values in chunks_fts's columns.
-func (d *kwDoc) columns() [5]kwColumn {
-	return [...]kwColumn{{d.body, 2}, {d.words, 2}, {d.ctx, 1}, {nsToken(d.ns), 0}, {skToken(d.sessionKey), 0}}
+// columns are d's values in the weighted columns of chunks_fts.
+func (d *kwDoc) columns() [3]kwColumn {
+	return [...]kwColumn{{d.body, 2}, {d.words, 2}, {d.ctx, 1}}
 }
+
+// kwTokenColumns is the tokens a row's namespace and session key columns
+// (nsToken, skToken) add to its length: they weigh nothing, and each is
+// one token whatever the name (a letter, hex digits and a 0, which FTS5
+// cuts, if ever that long, but never splits: TestHexTokensAreOneToken),
+// so they are counted, not tokenized.
+const kwTokenColumns = 2
 
 // docTokens is the tokenized form of one row.
 type docTokens struct {
@@ -202,11 +209,9 @@ func newKWScratch() *kwScratch { return &kwScratch{f2: map[uint32]uint32{}} }
 func (x *kwIndex) tokenize(tok *ftsTokenizer, d *kwDoc, intern bool, scratch *kwScratch) (docTokens, error) {
 	clear(scratch.f2)
 	var dt docTokens
+	dt.length = kwTokenColumns
 	for _, c := range d.columns() {
 		n, err := tok.tokens(c.text, tokenizeDocument, func(t []byte) {
-			if c.w == 0 {
-				return
-			}
 			id, ok := x.terms[string(t)]
 			if !ok {
 				if !intern {

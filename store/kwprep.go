@@ -58,12 +58,9 @@ type kwSpan struct{ off, n, w uint32 }
 // count tokenizes d with tok as tokenize does, without the index.
 func (c *kwCounter) count(tok *ftsTokenizer, d *kwDoc) (kwTokens, error) {
 	c.buf, c.spans = c.buf[:0], c.spans[:0]
-	var kt kwTokens
+	kt := kwTokens{length: kwTokenColumns}
 	for _, col := range d.columns() {
 		n, err := tok.tokens(col.text, tokenizeDocument, func(t []byte) {
-			if col.w == 0 {
-				return
-			}
 			c.spans = append(c.spans, kwSpan{off: uint32(len(c.buf)), n: uint32(len(t)), w: col.w})
 			c.buf = append(c.buf, t...)
 		})
@@ -110,16 +107,13 @@ func (c *kwCounter) addSpans(all string, terms []kwTerm) []kwTerm {
 func (c *kwCounter) countKnown(tok *ftsTokenizer, d *kwDoc, x *kwIndex) (kwTokens, error) {
 	c.buf, c.spans = c.buf[:0], c.spans[:0]
 	terms := c.terms[:0]
-	kt := kwTokens{ix: x}
+	kt := kwTokens{ix: x, length: kwTokenColumns}
 	x.mu.RLock()
 	if len(c.byID) < len(x.df) {
 		c.byID = slices.Grow(c.byID, len(x.df)-len(c.byID))[:len(x.df)]
 	}
 	for _, col := range d.columns() {
 		n, err := tok.tokens(col.text, tokenizeDocument, func(t []byte) {
-			if col.w == 0 {
-				return
-			}
 			if id, ok := x.terms[string(t)]; ok {
 				if c.byID[id] == 0 {
 					c.ids = append(c.ids, id)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"maps"
+	"strings"
 	"testing"
 )
 
@@ -92,4 +93,29 @@ func (dt docTokens) f2s() (map[uint32]uint32, bool) {
 		m[t.id] = t.f2
 	}
 	return m, len(m) == len(dt.terms)
+}
+
+// TestHexTokensAreOneToken: FTS5's tokenizer makes one token of every
+// namespace and session key column value (nsToken, skToken), whatever the
+// name: empty, punctuation and spaces, CJK, and one whose token passes
+// FTS5's 32,768-byte cut. The keyword index counts them as one token each
+// (kwTokenColumns) instead of tokenizing them.
+func TestHexTokensAreOneToken(t *testing.T) {
+	tok, err := getTokenizer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer putTokenizer(tok)
+	names := []string{"", "a", "agent:main:telegram:direct:5000007919", "with spaces, commas; and - dashes", "会话 東京 세션", "\x00\xff", strings.Repeat("long name ", 2000)}
+	for _, name := range names {
+		for _, v := range []string{nsToken(name), skToken(name)} {
+			n, err := tok.tokens(v, tokenizeDocument, func([]byte) {})
+			if err != nil || n != 1 {
+				t.Errorf("%q (%d bytes) as a column value: %d tokens, %v; want 1", name[:min(len(name), 40)], len(name), n, err)
+			}
+		}
+	}
+	if kwTokenColumns != 2 {
+		t.Errorf("kwTokenColumns = %d, want 2: the ns and sk columns", kwTokenColumns)
+	}
 }
