@@ -180,11 +180,11 @@ type prepared struct {
 // fetch collects batches from it, prepares them and hands them to out in
 // delivery order until ctx ends (nil), a delivery is missing (ErrDeliveryGap:
 // the batch being collected is dropped) or the subscription fails. A batch
-// holds up to BatchSize events, waiting at most BatchWait for the next (or
-// longer while the stream holds more, see nextWait); while the commit
-// stage is busy (see batchLimit) up to MaxBatch, and never more than MaxBatchBytes
-// of payload. A batch counts messages: a messages event counts its
-// messages (so a batch may pass its limit by one event's).
+// holds up to BatchSize messages, waiting at most BatchWait for the next
+// event (or longer while the stream holds more, see nextWait); while the
+// commit stage is busy up to MaxBatch (see batchLimit), and never more than
+// MaxBatchBytes of payload. A messages event counts its messages (so a
+// batch may pass its limit by one event's).
 func (w *Worker) fetch(ctx context.Context, p *partition, it jetstream.MessagesContext, pp *pipeline, out chan<- *prepared) error {
 	// Every consumeOnce runs on a consumer positioned just before (Add, or
 	// consume after an error), whose deliveries are numbered from 1; see
@@ -341,17 +341,14 @@ func waitCommitted(ctx context.Context, pp *pipeline, msgs []jetstream.Msg, ever
 }
 
 // batchLimit is the size of the batch being collected: MaxBatch while the
-// commit stage is busy with the batch before, else BatchSize: an idle
-// commit stage gets a batch as soon as one is full, and a busy one could
-// not take it before it ends anyway, so the events that arrive meanwhile
-// join the batch and share one commit. This asked before that the stream
-// also hold BatchSize events more for the partition (md.NumPending); but
-// the stream counts events and a batch messages, and the pull buffer
-// holds up to twice BatchSize events the stream no longer counts, so a
-// partition with fewer events waiting than that (each of the 16
-// partitions of the hot suite's 100-namespace case in events of 10)
-// committed batches of BatchSize messages while its next ones waited
-// for a commit slot (BENCHMARKS.md, eighteenth session).
+// commit stage is busy with the batch before, else BatchSize. An idle
+// commit stage gets a batch as soon as one is full; a busy one could not
+// take it before it ends anyway, so the events that arrive meanwhile join
+// the batch and share one commit. It does not ask how many events the
+// stream still holds (md.NumPending): that counts events, not messages,
+// and not those already in the pull buffer, so a partition fed messages
+// events looked caught up while its batches waited for a commit slot
+// (BENCHMARKS.md, eighteenth session).
 func (w *Worker) batchLimit(pp *pipeline) int {
 	if pp.committed.Load() < pp.handed {
 		return w.cfg.MaxBatch

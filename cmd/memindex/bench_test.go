@@ -252,6 +252,9 @@ func TestBenchHotCasesAndRounds(t *testing.T) {
 		if !(r[0] <= r[1] && r[1] <= r[2]) || med != r[1] {
 			t.Errorf("%q: want the middle of the sorted rounds", line)
 		}
+		if medians >= len(rep.Hot) {
+			t.Fatalf("median line %d, %q, for %d hot figures", medians+1, line, len(rep.Hot))
+		}
 		f := rep.Hot[medians]
 		if fmt.Sprintf("%.0f", f.PerSecond) != fmt.Sprintf("%.0f", med) {
 			t.Errorf("report keeps %.0f messages/s for %s, the output's median is %.0f", f.PerSecond, f.System, med)

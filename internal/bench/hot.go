@@ -173,11 +173,13 @@ func countMessages(lines [][]byte) int {
 // runHot runs the hot suite's memindex cases on n: the hot namespace's
 // events hot (hotEvents, over sessions sessions), then as many messages of
 // the same kind and sessions spread over 100 namespaces; then, each on a
-// NATS server and worker of its own under dir-fresh, the spread case again
-// and both loads in messages events of hotEventMessages; then hot again
-// from a backlog, on a server and worker of its own under dir; then the
-// transport floor of the four loads (runHotNATS, under dir-nats, its
-// consumers acknowledging every batch events).
+// NATS server and worker of its own under dir-fresh-<round>, the spread
+// case again and both loads in messages events of hotEventMessages; then
+// hot again from a backlog, on a server and worker of its own under
+// dir-<round>; then the transport floor of the four loads (runHotNATS,
+// under dir-nats-<round>, its consumers acknowledging every batch events).
+// Only the cases sel names run, and each after the first two
+// sel.rounds times.
 func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, hot [][]byte, sessions, batch int, sel hotSelection, say func(string, ...any)) ([]HotFigure, error) {
 	var out []HotFigure
 	messages := countMessages(hot)
