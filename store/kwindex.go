@@ -178,6 +178,14 @@ func (d *kwDoc) columns() [3]kwColumn {
 	return [...]kwColumn{{d.body, 2}, {d.words, 2}, {d.ctx, 1}}
 }
 
+// kwWordsColumn is the index of fts_words in columns.
+const kwWordsColumn = 1
+
+// sameSession reports whether d and e are rows of the same session.
+func (d *kwDoc) sameSession(e *kwDoc) bool {
+	return d.sessionID == e.sessionID && d.sessionKey == e.sessionKey && d.ns == e.ns
+}
+
 // kwTokenColumns is the tokens a row's namespace and session key columns
 // (nsToken, skToken) add to its length: they weigh nothing, and each is
 // one token whatever the name (a letter, hex digits and a 0, which FTS5

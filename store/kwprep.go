@@ -51,6 +51,79 @@ type kwCounter struct {
 	byID []uint32
 	ids  []uint32
 	idAt []kwSpan
+	// lines holds the tokens of the lines countKnown tokenized last, for
+	// linesIx.
+	lines   kwLineRing
+	linesIx *kwIndex
+}
+
+// A chunk's context is the lines of the messages before it, so a line a
+// batch counts as one row's text it counts again in the context of the
+// next one or two rows of its session (the rows come session by session),
+// and a context's date line in many. countKnown tokenizes the text and
+// context columns a line at a time and keeps the tokens of the last
+// kwLineSlots lines, which it replays instead of tokenizing a line again.
+// FTS5's tokenizer never makes a token across a line break (unicode61
+// separates at every character that is not a letter or a digit), so a
+// column's tokens are its lines' tokens in order
+// (TestLineTokensEqualTokenize).
+const kwLineSlots = 8
+
+// kwLineRing is the last lines tokenized, each with its tokens; next is
+// the slot the next line takes.
+type kwLineRing struct {
+	slot [kwLineSlots]kwLine
+	next int
+	live bool // a slot has been taken since the last reset
+}
+
+// empty reports whether no line is kept.
+func (r *kwLineRing) empty() bool { return !r.live }
+
+// kwLine is one line and its tokens: their text in buf, and each one's
+// term id when the index held it as the line was tokenized (an id stays
+// valid; a token the index did not hold is looked up again when the line
+// is replayed, since the index may hold it by then).
+type kwLine struct {
+	text string
+	buf  []byte
+	toks []kwLineTok
+}
+
+type kwLineTok struct {
+	off, n uint32
+	id     uint32
+	known  bool
+}
+
+// find returns the slot holding text, or nil.
+func (r *kwLineRing) find(text string) *kwLine {
+	for i := range r.slot {
+		if l := &r.slot[i]; len(l.text) == len(text) && l.text == text && l.buf != nil {
+			return l
+		}
+	}
+	return nil
+}
+
+// take empties the oldest slot and returns it for text.
+func (r *kwLineRing) take(text string) *kwLine {
+	l := &r.slot[r.next]
+	r.next = (r.next + 1) % kwLineSlots
+	r.live = true
+	l.text, l.buf, l.toks = text, l.buf[:0], l.toks[:0]
+	if l.buf == nil {
+		l.buf = make([]byte, 0, 256)
+	}
+	return l
+}
+
+// reset forgets every line (the ids they hold are another index's).
+func (r *kwLineRing) reset() {
+	for i := range r.slot {
+		r.slot[i] = kwLine{}
+	}
+	r.next, r.live = 0, false
 }
 
 type kwSpan struct{ off, n, w uint32 }
@@ -103,8 +176,10 @@ func (c *kwCounter) addSpans(all string, terms []kwTerm) []kwTerm {
 // rather than once a distinct token afterwards (a tenth of the CPU of
 // BenchmarkApplyHotNamespace). Each term keeps its text, as count's do,
 // for an index other than x to resolve it (resolveLocked). It holds x's
-// read lock while it counts the row.
-func (c *kwCounter) countKnown(tok *ftsTokenizer, d *kwDoc, x *kwIndex) (kwTokens, error) {
+// read lock while it counts the row. keep says whether to keep the row's
+// lines for the rows after it (see kwLineSlots): when the next row is of
+// the same session.
+func (c *kwCounter) countKnown(tok *ftsTokenizer, d *kwDoc, x *kwIndex, keep bool) (kwTokens, error) {
 	c.buf, c.spans = c.buf[:0], c.spans[:0]
 	terms := c.terms[:0]
 	kt := kwTokens{ix: x, length: kwTokenColumns}
@@ -112,20 +187,21 @@ func (c *kwCounter) countKnown(tok *ftsTokenizer, d *kwDoc, x *kwIndex) (kwToken
 	if len(c.byID) < len(x.df) {
 		c.byID = slices.Grow(c.byID, len(x.df)-len(c.byID))[:len(x.df)]
 	}
-	for _, col := range d.columns() {
-		n, err := tok.tokens(col.text, tokenizeDocument, func(t []byte) {
-			if id, ok := x.terms[string(t)]; ok {
-				if c.byID[id] == 0 {
-					c.ids = append(c.ids, id)
-					c.idAt = append(c.idAt, kwSpan{off: uint32(len(c.buf)), n: uint32(len(t))})
-					c.buf = append(c.buf, t...)
-				}
-				c.byID[id] += col.w
-				return
-			}
-			c.spans = append(c.spans, kwSpan{off: uint32(len(c.buf)), n: uint32(len(t)), w: col.w})
-			c.buf = append(c.buf, t...)
-		})
+	if c.linesIx != x {
+		c.lines.reset()
+		c.linesIx = x
+	}
+	for i, col := range d.columns() {
+		var n int
+		var err error
+		if i == kwWordsColumn { // a CJK row's extra words: not lines of a context
+			n, err = tok.tokens(col.text, tokenizeDocument, func(t []byte) {
+				id, ok := x.terms[string(t)]
+				c.addToken(t, id, ok, col.w)
+			})
+		} else {
+			n, err = c.countLines(tok, col.text, col.w, x, keep)
+		}
 		if err != nil {
 			x.mu.RUnlock()
 			c.takeKnown(nil, "", false)
@@ -137,6 +213,119 @@ func (c *kwCounter) countKnown(tok *ftsTokenizer, d *kwDoc, x *kwIndex) (kwToken
 	all := string(c.buf)
 	kt.terms = c.addSpans(all, c.takeKnown(terms, all, true))
 	return kt, nil
+}
+
+// addToken counts token t of weight w: by its id when the index holds it
+// (known), else by its text.
+func (c *kwCounter) addToken(t []byte, id uint32, known bool, w uint32) {
+	if known {
+		if c.byID[id] == 0 {
+			c.ids = append(c.ids, id)
+			c.idAt = append(c.idAt, kwSpan{off: uint32(len(c.buf)), n: uint32(len(t))})
+			c.buf = append(c.buf, t...)
+		}
+		c.byID[id] += w
+		return
+	}
+	c.spans = append(c.spans, kwSpan{off: uint32(len(c.buf)), n: uint32(len(t)), w: w})
+	c.buf = append(c.buf, t...)
+}
+
+// countLines counts the tokens of text, of weight w, a line at a time:
+// a line among the last ones kept is replayed from c.lines; the lines
+// between two such are tokenized in one call (a call into C costs about
+// what a short line's tokens do), and kept there when keep. It returns the
+// number of tokens. Caller holds x.mu for reading.
+func (c *kwCounter) countLines(tok *ftsTokenizer, text string, w uint32, x *kwIndex, keep bool) (int, error) {
+	if c.lines.empty() {
+		return c.countRun(tok, text, w, x, keep)
+	}
+	n := 0
+	for text != "" {
+		// text[:miss] is the lines up to the first one kept (hit), with
+		// their line breaks.
+		miss, hit := 0, ""
+		for miss < len(text) {
+			end := strings.IndexByte(text[miss:], '\n')
+			if end < 0 {
+				end = len(text) - miss
+			}
+			if line := text[miss : miss+end]; line != "" && c.lines.find(line) != nil {
+				hit = line
+				break
+			}
+			miss += end + 1
+		}
+		miss = min(miss, len(text))
+		if miss > 0 {
+			k, err := c.countRun(tok, text[:miss], w, x, keep)
+			if err != nil {
+				return 0, err
+			}
+			n += k
+		}
+		if hit == "" {
+			break
+		}
+		text = text[min(miss+len(hit)+1, len(text)):]
+		l := c.lines.find(hit)
+		if l == nil { // the run took its slot
+			k, err := c.countRun(tok, hit, w, x, keep)
+			if err != nil {
+				return 0, err
+			}
+			n += k
+			continue
+		}
+		for _, lt := range l.toks {
+			t := l.buf[lt.off : lt.off+lt.n]
+			id, ok := lt.id, lt.known
+			if !ok { // the index may hold it since: looked up as tokenizing does
+				id, ok = x.terms[string(t)]
+			}
+			c.addToken(t, id, ok, w)
+		}
+		n += len(l.toks)
+	}
+	return n, nil
+}
+
+// countRun counts the tokens of run, lines of weight w, as they are
+// tokenized, and when keep keeps each line that has tokens in c.lines. It
+// returns the number of tokens.
+func (c *kwCounter) countRun(tok *ftsTokenizer, run string, w uint32, x *kwIndex, keep bool) (int, error) {
+	if !keep {
+		return tok.tokens(run, tokenizeDocument, func(t []byte) {
+			id, ok := x.terms[string(t)]
+			c.addToken(t, id, ok, w)
+		})
+	}
+	var l *kwLine   // the slot of the line of the last token,
+	ls, le := 0, -1 // run[ls:le], le at its line break or the end of run
+	k, err := tok.tokenSpans(run, tokenizeDocument, func(t []byte, start, _ int) {
+		if start > le { // the token starts a line after the last token's
+			for start > le {
+				ls = le + 1
+				if i := strings.IndexByte(run[ls:], '\n'); i >= 0 {
+					le = ls + i
+				} else {
+					le = len(run)
+				}
+			}
+			l = c.lines.take(run[ls:le])
+		}
+		id, ok := x.terms[string(t)]
+		l.toks = append(l.toks, kwLineTok{off: uint32(len(l.buf)), n: uint32(len(t)), id: id, known: ok})
+		l.buf = append(l.buf, t...)
+		c.addToken(t, id, ok, w)
+	})
+	if err != nil {
+		if l != nil {
+			l.text = ""
+		}
+		return 0, err
+	}
+	return k, nil
 }
 
 // takeKnown appends to terms (when keep) the known terms countKnown
@@ -255,7 +444,10 @@ func (p *kwPrep) run(in <-chan []kwDoc, ix *kwIndex) {
 			var kt kwTokens
 			var err error
 			if ix != nil {
-				kt, err = c.countKnown(tok, &docs[i], ix)
+				// The last row of docs keeps its lines: the next may be
+				// of its session.
+				keep := i+1 == len(docs) || docs[i+1].sameSession(&docs[i])
+				kt, err = c.countKnown(tok, &docs[i], ix, keep)
 			} else {
 				kt, err = c.count(tok, &docs[i])
 			}

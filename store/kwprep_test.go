@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -63,9 +64,9 @@ func TestPreparedTokensEqualTokenize(t *testing.T) {
 			case 0: // without an index, as a load counts
 				kt, err = c.count(tok, &docs[i])
 			case 1: // by the ids b holds, as a prep counts
-				kt, err = c.countKnown(tok, &docs[i], b)
+				kt, err = c.countKnown(tok, &docs[i], b, i%2 == 0)
 			case 2: // against another index: resolved by text
-				kt, err = c.countKnown(tok, &docs[i], other)
+				kt, err = c.countKnown(tok, &docs[i], other, true)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -118,4 +119,116 @@ func TestHexTokensAreOneToken(t *testing.T) {
 	if kwTokenColumns != 2 {
 		t.Errorf("kwTokenColumns = %d, want 2: the ns and sk columns", kwTokenColumns)
 	}
+}
+
+// TestLineTokensEqualTokenize: countKnown tokenizes a row's text and
+// context a line at a time and replays the lines it tokenized last. Over a
+// session whose contexts repeat the rows before them (a date line, then
+// the previous rows' lines: one of them of several lines, one CJK, one
+// with blank lines and a carriage return), each row resolves to what
+// tokenize gives, while the index learns each row's new words after it is
+// counted (a line kept while its word was new is replayed once the index
+// holds it), and the lines replayed are the ones kept; a row that keeps
+// nothing (the next row is of another session) leaves them as they are.
+func TestLineTokensEqualTokenize(t *testing.T) {
+	tok, err := getTokenizer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer putTokenizer(tok)
+	bodies := []string{
+		"Ana: the weather in Berlin is running cold",
+		"Bo: zebras everywhere\nand more zebras\n\nAna's quokka",
+		"Ana: 人工智能 and weather",
+		"Bo: quokka zebras, again\r\nthe weather",
+		"Ana: nothing new here: the weather in Berlin",
+		"Bo: brand-new xylophone words",
+		"Ana: xylophone",
+	}
+	date := "7 May 2023"
+	a, b := newKWIndex(), newKWIndex() // a by tokenize, b by countKnown
+	var c kwCounter
+	check := func(d kwDoc, keep bool) {
+		t.Helper()
+		want, err := a.tokenize(tok, &d, true, newKWScratch())
+		if err != nil {
+			t.Fatal(err)
+		}
+		kt, err := c.countKnown(tok, &d, b, keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := b.resolveLocked(kt, true, nil)
+		wantF2, gotF2 := termF2s(t, a, want), termF2s(t, b, got)
+		if got.length != want.length || !maps.Equal(gotF2, wantF2) {
+			t.Fatalf("row %d: counted %d tokens %v, tokenize %d %v", d.rowid, got.length, gotF2, want.length, wantF2)
+		}
+	}
+	for i, body := range bodies {
+		ctx := date
+		for j := max(0, i-2); j < i; j++ {
+			ctx += "\n" + bodies[j]
+		}
+		d := kwDoc{rowid: int64(i + 1), ns: "n", sessionKey: "k", body: body, ctx: ctx}
+		if i >= 1 {
+			prev := strings.Split(bodies[i-1], "\n")
+			if c.lines.find(prev[len(prev)-1]) == nil {
+				t.Fatalf("row %d: the previous row's last line is not kept for its context", i+1)
+			}
+		}
+		check(d, true)
+		if i == 3 { // a row of another session between two of this one keeps nothing
+			other := kwDoc{rowid: 50, ns: "n", sessionKey: "k2", body: "Cy: a walrus,\nother words", ctx: date + "\nDi: other context"}
+			texts := func() (ts [kwLineSlots]string) {
+				for i := range c.lines.slot {
+					ts[i] = c.lines.slot[i].text
+				}
+				return ts
+			}
+			before := texts()
+			check(other, false)
+			if texts() != before || c.lines.find("other words") != nil {
+				t.Fatal("a row that keeps nothing changed the lines kept")
+			}
+		}
+		for _, x := range []*kwIndex{a, b} { // the row is posted: its new words are known
+			ps := new(kwPoster)
+			if err := x.addLocked(tok, &d, newKWScratch(), ps); err != nil {
+				t.Fatal(err)
+			}
+			x.flushLocked(ps)
+		}
+	}
+	// More lines not kept than the ring holds, before one it holds: they
+	// take its slot before it is replayed.
+	if c.lines.find(date) == nil {
+		t.Fatal("the date line is not kept")
+	}
+	var many []string
+	for i := range kwLineSlots + 1 {
+		many = append(many, fmt.Sprintf("Bo: line %d of many, weather", i))
+	}
+	check(kwDoc{rowid: 100, ns: "n", sessionKey: "k", body: "Ana: the end", ctx: strings.Join(many, "\n") + "\n" + date + "\n\n"}, true)
+}
+
+// termF2s returns dt's frequencies by term text in x, failing on a term
+// there twice.
+func termF2s(t *testing.T, x *kwIndex, dt docTokens) map[string]uint32 {
+	t.Helper()
+	byID := make(map[uint32]string, len(x.terms))
+	for s, id := range x.terms {
+		byID[id] = s
+	}
+	m := make(map[string]uint32, len(dt.terms))
+	for _, tm := range dt.terms {
+		s, ok := byID[tm.id]
+		if !ok {
+			t.Fatalf("term id %d not in the index", tm.id)
+		}
+		if _, dup := m[s]; dup {
+			t.Fatalf("term %q counted twice: %v", s, dt.terms)
+		}
+		m[s] = tm.f2
+	}
+	return m
 }
