@@ -79,6 +79,13 @@ type kwIndex struct {
 	inexact map[uint32]bool
 	// postAt is flushLocked's scratch, a counter a term id (kwpost.go).
 	postAt []int32
+	// The figures of stats, kept as the index changes so that a status
+	// call does not walk it under its lock: term ids with a df above 0,
+	// the dictionary's bytes (kwTermBytes and the token's), posting
+	// entries (a dead doc's too, until compactLocked), the posting lists'
+	// bytes (kwPostBytes and their arrays' capacity), and the spaces' row
+	// bytes (their rowids' capacity times kwRowBytes).
+	live, termBytes, postings, postBytes, rowBytes int64
 }
 
 // kwLoc is a row's place: its space's number (no pointer, so where's
@@ -228,6 +235,7 @@ func (x *kwIndex) tokenize(tok *ftsTokenizer, d *kwDoc, intern bool, scratch *kw
 				id = uint32(len(x.df))
 				x.terms[string(t)] = id
 				x.df = append(x.df, 0)
+				x.termBytes += kwTermBytes + int64(len(t))
 			}
 			scratch.f2[id] += c.w
 		})
@@ -303,7 +311,9 @@ func (x *kwIndex) insertLocked(d *kwDoc, dt docTokens, ps *kwPoster) error {
 	}
 	sp := x.space(d.ns)
 	doc := uint32(len(sp.rowids))
+	c0 := cap(sp.rowids)
 	sp.rowids = append(sp.rowids, d.rowid)
+	x.rowBytes += int64(cap(sp.rowids)-c0) * kwRowBytes
 	sp.ids = append(sp.ids, makeChunkID(x.syms, d.id))
 	sp.dlen = append(sp.dlen, dt.length)
 	sp.dead = append(sp.dead, false)
@@ -352,7 +362,9 @@ func (x *kwIndex) deleteLocked(d *kwDoc, dt docTokens, ps *kwPoster) error {
 		return fmt.Errorf("keyword index: row %d removed but not held", d.rowid)
 	}
 	for _, t := range dt.terms {
-		x.df[t.id]--
+		if x.df[t.id]--; x.df[t.id] == 0 {
+			x.live--
+		}
 	}
 	sp := x.spaces[loc.sp]
 	x.tokens -= int64(sp.dlen[loc.doc])
@@ -392,7 +404,9 @@ func (x *kwIndex) compactLocked(sp *kwSpace) {
 		x.where[sp.rowids[n]] = kwLoc{sp: sp.num, doc: n}
 		n++
 	}
+	c0 := cap(sp.rowids)
 	sp.rowids, sp.dlen, sp.dead = slices.Clip(sp.rowids[:n]), slices.Clip(sp.dlen[:n]), slices.Clip(sp.dead[:n])
+	x.rowBytes += int64(cap(sp.rowids)-c0) * kwRowBytes
 	sp.ids = slices.Clip(sp.ids[:n])
 	sp.sessionKey, sp.sessionID, sp.source, sp.dirPath, sp.speaker = sp.sessionKey[:n], sp.sessionID[:n], sp.source[:n], sp.dirPath[:n], sp.speaker[:n]
 	sp.tsStart, sp.tsEnd = sp.tsStart[:n], sp.tsEnd[:n]
@@ -400,6 +414,8 @@ func (x *kwIndex) compactLocked(sp *kwSpace) {
 	sp.norm.Store(nil)
 	for id, p := range sp.post {
 		k := 0
+		x.postings -= int64(len(p.docs))
+		x.postBytes -= p.bytes()
 		p.maxF2, p.minD = 0, math.MaxUint32
 		for j, d := range p.docs {
 			if nd := remap[d]; nd != math.MaxUint32 {
@@ -414,6 +430,8 @@ func (x *kwIndex) compactLocked(sp *kwSpace) {
 			continue
 		}
 		p.docs, p.f2 = slices.Clip(p.docs[:k]), slices.Clip(p.f2[:k])
+		x.postings += int64(k)
+		x.postBytes += p.bytes()
 	}
 }
 
@@ -818,28 +836,18 @@ const (
 	kwPostBytes = 64 + 48
 )
 
+// stats returns the index's figures, kept as it changes (kwIndex.live
+// and the rest; TestKeywordStatsKeptEqualAWalk): a status call holds the
+// index's read lock for no time, however many rows it holds.
 func (x *kwIndex) stats() kwStats {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	st := kwStats{rows: x.rows, tokens: x.tokens}
-	for _, df := range x.df {
-		if df > 0 {
-			st.terms++
-		}
-	}
-	for t := range x.terms {
-		st.bytes += kwTermBytes + int64(len(t))
-	}
 	// flushLocked's counters grow to one a term (by its capacity it would
 	// depend on the batches that grew it: two replicas of one shard report
 	// the same bytes).
-	st.bytes += int64(len(x.df))*4 + x.syms.bytes()
-	for _, sp := range x.byNS {
-		st.bytes += int64(cap(sp.rowids)) * kwRowBytes
-		for _, p := range sp.post {
-			st.postings += int64(len(p.docs))
-			st.bytes += kwPostBytes + int64(cap(p.docs))*4 + int64(cap(p.f2))*2
-		}
-	}
-	return st
+	return kwStats{rows: x.rows, tokens: x.tokens, terms: int(x.live), postings: x.postings,
+		bytes: x.termBytes + int64(len(x.df))*4 + x.syms.bytes() + x.rowBytes + x.postBytes}
 }
+
+// bytes is a posting list's heap estimate: kwPostBytes and its arrays.
+func (p *kwPost) bytes() int64 { return kwPostBytes + int64(cap(p.docs))*4 + int64(cap(p.f2))*2 }

@@ -80,7 +80,11 @@ func (x *kwIndex) flushLocked(ps *kwPoster) {
 // postGroup appends the entries of one term, in the order their rows were
 // added, to the term's list in each entry's space.
 func (x *kwIndex) postGroup(id uint32, es []kwEntry) {
+	if x.df[id] == 0 {
+		x.live++
+	}
 	x.df[id] += int32(len(es))
+	x.postings += int64(len(es))
 	for len(es) > 0 {
 		sp := es[0].sp
 		run := 1
@@ -91,6 +95,8 @@ func (x *kwIndex) postGroup(id uint32, es []kwEntry) {
 		if p == nil {
 			p = &kwPost{minD: math.MaxUint32}
 			sp.post[id] = p
+		} else {
+			x.postBytes -= p.bytes()
 		}
 		p.docs = slices.Grow(p.docs, run)
 		p.f2 = slices.Grow(p.f2, run)
@@ -100,6 +106,7 @@ func (x *kwIndex) postGroup(id uint32, es []kwEntry) {
 			p.maxF2 = max(p.maxF2, e.f2)
 			p.minD = min(p.minD, sp.dlen[e.doc])
 		}
+		x.postBytes += p.bytes()
 		es = es[run:]
 	}
 }

@@ -99,25 +99,7 @@ func BenchmarkKeywordIndexPost(b *testing.B) {
 // space to be compacted in the middle of a batch; one row holds a token
 // more often than a posting counts. The two indexes must be the same.
 func TestPostingByTermEqualsRowByRow(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 8))
-	var docs []kwDoc
-	for i, ns := range []string{"a", "b", "c"} {
-		docs = append(docs, hotKWDocs(r, ns, int64(i*1000+1), 300)...)
-	}
-	rand.New(rand.NewPCG(1, 1)).Shuffle(len(docs), func(i, j int) { docs[i], docs[j] = docs[j], docs[i] })
-	docs[7].body = strings.Repeat("often ", maxF2/2+3) // more instances than a posting counts
-	var ops []kwOp
-	for i := range docs {
-		ops = append(ops, kwOp{add: true, doc: docs[i]})
-		if i%3 != 0 { // remove an earlier row of the same namespace
-			for j := i - 1; j >= 0; j-- {
-				if docs[j].ns == docs[i].ns && docs[j].rowid%2 == int64(i%2) && !removed(ops, docs[j].rowid) {
-					ops = append(ops, kwOp{doc: docs[j]})
-					break
-				}
-			}
-		}
-	}
+	ops := churnKWOps()
 	grouped, single := newKWIndex(), newKWIndex()
 	adds := 0
 	for start := 0; start < len(ops); start += 250 {
@@ -153,6 +135,115 @@ func TestPostingByTermEqualsRowByRow(t *testing.T) {
 }
 
 // removed reports whether ops removes rowid.
+// churnKWOps returns the adds of 900 rows of three namespaces, shuffled,
+// with a removal of an earlier row of the same namespace after two adds in
+// three: in batches of 250, enough for a space to be compacted inside a
+// batch. One row holds a token more often than a posting counts.
+func churnKWOps() []kwOp {
+	r := rand.New(rand.NewPCG(5, 8))
+	var docs []kwDoc
+	for i, ns := range []string{"a", "b", "c"} {
+		docs = append(docs, hotKWDocs(r, ns, int64(i*1000+1), 300)...)
+	}
+	rand.New(rand.NewPCG(1, 1)).Shuffle(len(docs), func(i, j int) { docs[i], docs[j] = docs[j], docs[i] })
+	docs[7].body = strings.Repeat("often ", maxF2/2+3) // more instances than a posting counts
+	var ops []kwOp
+	for i := range docs {
+		ops = append(ops, kwOp{add: true, doc: docs[i]})
+		if i%3 != 0 { // remove an earlier row of the same namespace
+			for j := i - 1; j >= 0; j-- {
+				if docs[j].ns == docs[i].ns && docs[j].rowid%2 == int64(i%2) && !removed(ops, docs[j].rowid) {
+					ops = append(ops, kwOp{doc: docs[j]})
+					break
+				}
+			}
+		}
+	}
+	return ops
+}
+
+// TestKeywordStatsKeptEqualAWalk: the figures the index keeps as it
+// changes (stats) equal those of a walk over it, after every batch of
+// adds and removals (the spaces compacted among them), and after rows
+// added and removed one at a time as addLocked and deleteLocked do.
+func TestKeywordStatsKeptEqualAWalk(t *testing.T) {
+	ops := churnKWOps()
+	x := newKWIndex()
+	if got, want := x.stats(), walkKWStats(x); got != want {
+		t.Fatalf("empty: kept %+v, walked %+v", got, want)
+	}
+	for start := 0; start < len(ops); start += 250 {
+		batch := ops[start:min(start+250, len(ops))]
+		if err := x.applyTokenized(batch, countKWOps(t, x, batch)); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := x.stats(), walkKWStats(x); got != want {
+			t.Fatalf("after %d changes: kept %+v, walked %+v", start+len(batch), got, want)
+		}
+	}
+	held, adds := 0, 0
+	for _, sp := range x.byNS {
+		held += len(sp.rowids)
+	}
+	for _, op := range ops {
+		if op.add {
+			adds++
+		}
+	}
+	if held == adds { // every doc ever added is still there, dead or not
+		t.Fatal("no space was compacted: the test does not cover compactLocked")
+	}
+	tok, err := getTokenizer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer putTokenizer(tok)
+	d := kwDoc{rowid: 9999, ns: "d", sessionKey: "k-new", sessionID: "s-new", source: "sessions", body: "Zed: brand new words here", head: "Zed: brand new words here"}
+	ps := new(kwPoster)
+	if err := x.addLocked(tok, &d, newKWScratch(), ps); err != nil {
+		t.Fatal(err)
+	}
+	x.flushLocked(ps)
+	if got, want := x.stats(), walkKWStats(x); got != want {
+		t.Fatalf("after a row added alone: kept %+v, walked %+v", got, want)
+	}
+	dt, err := x.tokenize(tok, &d, false, newKWScratch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.deleteLocked(&d, dt, ps); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := x.stats(), walkKWStats(x); got != want {
+		t.Fatalf("after a row removed alone: kept %+v, walked %+v", got, want)
+	}
+}
+
+// walkKWStats is what stats keeps, counted by walking the index.
+func walkKWStats(x *kwIndex) kwStats {
+	st := kwStats{rows: x.rows, tokens: x.tokens}
+	for _, df := range x.df {
+		if df > 0 {
+			st.terms++
+		}
+	}
+	for t := range x.terms {
+		st.bytes += kwTermBytes + int64(len(t))
+	}
+	st.bytes += int64(len(x.df)) * 4
+	for s := range x.syms.ids {
+		st.bytes += symBytes(s)
+	}
+	for _, sp := range x.byNS {
+		st.bytes += int64(cap(sp.rowids)) * kwRowBytes
+		for _, p := range sp.post {
+			st.postings += int64(len(p.docs))
+			st.bytes += kwPostBytes + int64(cap(p.docs))*4 + int64(cap(p.f2))*2
+		}
+	}
+	return st
+}
+
 func removed(ops []kwOp, rowid int64) bool {
 	return slices.ContainsFunc(ops, func(op kwOp) bool { return !op.add && op.doc.rowid == rowid })
 }
@@ -240,4 +331,24 @@ func BenchmarkKeywordCount(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/row")
 		})
 	}
+}
+
+// BenchmarkKeywordStats is a status call's part in the keyword index (the
+// time it holds the index's read lock) at 100,000 rows of one namespace:
+// the figures kept as the index changes (stats), and the walk that
+// computed them before (walkKWStats).
+func BenchmarkKeywordStats(b *testing.B) {
+	x := heldKWIndex(b, rand.New(rand.NewPCG(7, 13)), 100_000)
+	b.Run("kept", func(b *testing.B) {
+		for b.Loop() {
+			x.stats()
+		}
+	})
+	b.Run("walk", func(b *testing.B) {
+		for b.Loop() {
+			x.mu.RLock()
+			walkKWStats(x)
+			x.mu.RUnlock()
+		}
+	})
 }

@@ -365,6 +365,7 @@ func (x *kwIndex) resolveLocked(kt kwTokens, intern bool, buf []kwIDF) docTokens
 			id = uint32(len(x.df))
 			x.terms[strings.Clone(t.t)] = id
 			x.df = append(x.df, 0)
+			x.termBytes += kwTermBytes + int64(len(t.t))
 		}
 		dt.terms = append(dt.terms, kwIDF{id, t.f2})
 	}

@@ -33,10 +33,16 @@ type symtab struct {
 	strs []string
 	uses []uint32
 	free []sym
+	// held is bytes(), kept as symbols come and go.
+	held int64
 }
 
+// symBytes is the heap bytes estimates a symbol of s: a string header, a
+// use count and a map slot, and its bytes.
+func symBytes(s string) int64 { return 16 + 4 + 48 + int64(len(s)) }
+
 func newSymtab() *symtab {
-	return &symtab{ids: map[string]sym{"": 0}, strs: []string{""}, uses: []uint32{0}}
+	return &symtab{ids: map[string]sym{"": 0}, strs: []string{""}, uses: []uint32{0}, held: symBytes("")}
 }
 
 // ref returns the symbol of s, counting one more use of it.
@@ -54,6 +60,7 @@ func (t *symtab) ref(s string) sym {
 			t.strs, t.uses = append(t.strs, s), append(t.uses, 0)
 		}
 		t.ids[s] = id
+		t.held += symBytes(s)
 	}
 	t.uses[id]++
 	return id
@@ -65,6 +72,7 @@ func (t *symtab) unref(id sym) {
 		return
 	}
 	if t.uses[id]--; t.uses[id] == 0 {
+		t.held -= symBytes(t.strs[id])
 		delete(t.ids, t.strs[id])
 		t.strs[id] = ""
 		t.free = append(t.free, id)
@@ -83,16 +91,11 @@ func (t *symtab) lookup(s string) sym {
 func (t *symtab) str(id sym) string { return t.strs[id] }
 
 // bytes estimates the table's heap: a string header, a use count and a map
-// slot a symbol, and the strings' bytes. It counts the symbols held, not
-// the capacity left by freed ones, so two replicas of a shard report the
-// same.
-func (t *symtab) bytes() int64 {
-	var n int64
-	for s := range t.ids {
-		n += 16 + 4 + 48 + int64(len(s))
-	}
-	return n
-}
+// slot a symbol, and the strings' bytes (symBytes). It counts the symbols
+// held, not the capacity left by freed ones, so two replicas of a shard
+// report the same. It is kept as symbols come and go, so a status call
+// does not walk the table under the index's lock.
+func (t *symtab) bytes() int64 { return t.held }
 
 // chunkID is a chunk id without a pointer: an id of 32 lowercase hex
 // digits (what chunker and the record planner make) as its 16 bytes, any
