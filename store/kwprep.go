@@ -20,23 +20,31 @@ import (
 // token of a weighted column with its weighted frequency in half units (as
 // docTokens), and the row's length in tokens of every column.
 type kwTokens struct {
-	terms  []kwTerm
+	terms []kwTerm
+	// text holds the terms' tokens (kwTerm.off, n); the index clones a
+	// token when it interns it.
+	text   string
 	length uint32
 	// ix is the index whose term ids the terms know (nil: none).
 	ix *kwIndex
 }
 
-// kwTerm is a distinct token of a row and its weighted frequency. The
-// token is a substring of one string a row; the index clones it when it
-// interns it.
+// kwTerm is a distinct token of a row and its weighted frequency. It holds
+// no pointer (the token is text[off:off+n] of its kwTokens), so a batch's
+// terms, about fifty a row, are 16 bytes each that the collector does not
+// scan.
 type kwTerm struct {
-	t  string
-	f2 uint32
-	// id is t's term id in the index the row was counted against
-	// (kwTokens.ix), when known.
-	id    uint32
+	off   uint32
+	n     uint16 // FTS5 cuts a token at 32,768 bytes (mi_cb)
 	known bool
+	f2    uint32
+	// id is the token's term id in the index the row was counted against
+	// (kwTokens.ix), when known.
+	id uint32
 }
+
+// token returns t's token, of kt.
+func (kt *kwTokens) token(t *kwTerm) string { return kt.text[t.off : t.off+uint32(t.n)] }
 
 // kwCounter counts rows' tokens; it reuses its buffers between rows and is
 // not safe for concurrent use.
@@ -142,7 +150,8 @@ func (c *kwCounter) count(tok *ftsTokenizer, d *kwDoc) (kwTokens, error) {
 		}
 		kt.length += uint32(n)
 	}
-	kt.terms = c.addSpans(string(c.buf), c.terms[:0])
+	kt.text = string(c.buf)
+	kt.terms = c.addSpans(kt.text, c.terms[:0])
 	return kt, nil
 }
 
@@ -162,7 +171,7 @@ func (c *kwCounter) addSpans(all string, terms []kwTerm) []kwTerm {
 			continue
 		}
 		c.at[t] = len(terms)
-		terms = append(terms, kwTerm{t: t, f2: sp.w})
+		terms = append(terms, kwTerm{off: sp.off, n: uint16(sp.n), f2: sp.w})
 	}
 	c.terms = terms
 	return slices.Clone(terms)
@@ -204,14 +213,14 @@ func (c *kwCounter) countKnown(tok *ftsTokenizer, d *kwDoc, x *kwIndex, keep boo
 		}
 		if err != nil {
 			x.mu.RUnlock()
-			c.takeKnown(nil, "", false)
+			c.takeKnown(nil, false)
 			return kwTokens{}, err
 		}
 		kt.length += uint32(n)
 	}
 	x.mu.RUnlock()
-	all := string(c.buf)
-	kt.terms = c.addSpans(all, c.takeKnown(terms, all, true))
+	kt.text = string(c.buf)
+	kt.terms = c.addSpans(kt.text, c.takeKnown(terms, true))
 	return kt, nil
 }
 
@@ -329,13 +338,13 @@ func (c *kwCounter) countRun(tok *ftsTokenizer, run string, w uint32, x *kwIndex
 }
 
 // takeKnown appends to terms (when keep) the known terms countKnown
-// counted, their text in all, and leaves byID all zeros and ids empty for
+// counted, their text in c.buf, and leaves byID all zeros and ids empty for
 // the next row (not keep: it only clears them, after an error).
-func (c *kwCounter) takeKnown(terms []kwTerm, all string, keep bool) []kwTerm {
+func (c *kwCounter) takeKnown(terms []kwTerm, keep bool) []kwTerm {
 	for i, id := range c.ids {
 		if keep {
 			sp := c.idAt[i]
-			terms = append(terms, kwTerm{t: all[sp.off : sp.off+sp.n], f2: c.byID[id], id: id, known: true})
+			terms = append(terms, kwTerm{off: sp.off, n: uint16(sp.n), f2: c.byID[id], id: id, known: true})
 		}
 		c.byID[id] = 0
 	}
@@ -353,19 +362,21 @@ func (c *kwCounter) takeKnown(terms []kwTerm, all string, keep bool) []kwTerm {
 func (x *kwIndex) resolveLocked(kt kwTokens, intern bool, buf []kwIDF) docTokens {
 	dt := docTokens{terms: buf[:0], length: kt.length}
 	pre := kt.ix == x
-	for _, t := range kt.terms {
+	for i := range kt.terms {
+		t := &kt.terms[i]
 		id, ok := t.id, pre && t.known
 		if !ok {
-			id, ok = x.terms[t.t]
+			id, ok = x.terms[kt.token(t)]
 		}
 		if !ok {
 			if !intern {
 				continue
 			}
 			id = uint32(len(x.df))
-			x.terms[strings.Clone(t.t)] = id
+			tok := strings.Clone(kt.token(t))
+			x.terms[tok] = id
 			x.df = append(x.df, 0)
-			x.termBytes += kwTermBytes + int64(len(t.t))
+			x.termBytes += kwTermBytes + int64(len(tok))
 		}
 		dt.terms = append(dt.terms, kwIDF{id, t.f2})
 	}
