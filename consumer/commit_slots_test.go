@@ -115,11 +115,7 @@ func TestOneCommitSlotSerialisesPartitions(t *testing.T) {
 	t.Cleanup(func() { close(gate) }) // before the rig's: a failed test does not leave partition 0 held
 	r.shards[0].setGate(gate)
 	r.publish(t, 0, 1)
-	select {
-	case <-r.shards[0].entered: // partition 0 holds the slot, inside Apply
-	case <-time.After(20 * time.Second):
-		t.Fatal("partition 0 never started to commit")
-	}
+	receive(t, r.shards[0].entered, "partition 0 to start to commit") // it holds the slot, inside Apply
 	r.publish(t, 1, 1)
 	waitFor(t, "partition 1 to wait for a commit slot", func() bool { return r.waiting(1) })
 	if got := r.shards[1].committed(); len(got) != 0 {
@@ -151,11 +147,7 @@ func TestTwoCommitSlotsCommitTogether(t *testing.T) {
 		r.publish(t, p, 1)
 	}
 	for p := range 2 {
-		select {
-		case <-r.shards[p].entered:
-		case <-time.After(20 * time.Second):
-			t.Fatalf("partition %d did not start to commit beside the other", p)
-		}
+		receive(t, r.shards[p].entered, fmt.Sprintf("partition %d to start to commit beside the other", p))
 	}
 	for p := range 2 {
 		gates[p] <- nil
@@ -177,11 +169,7 @@ func TestTheCommitSlotIsFreeOnceTheTransactionCommits(t *testing.T) {
 	t.Cleanup(func() { close(after) }) // before the rig's: a failed test does not leave partition 0 held
 	r.shards[0].setAfter(after)
 	r.publish(t, 0, 1)
-	select {
-	case <-r.shards[0].afterEntered: // committed, still inside Apply
-	case <-time.After(20 * time.Second):
-		t.Fatal("partition 0 never committed")
-	}
+	receive(t, r.shards[0].afterEntered, "partition 0 to commit") // committed, still inside Apply
 	r.publish(t, 1, 1)
 	waitFor(t, "partition 1 to commit while partition 0's Apply runs after its commit", func() bool {
 		return len(r.shards[1].committed()) == 1
@@ -191,4 +179,15 @@ func TestTheCommitSlotIsFreeOnceTheTransactionCommits(t *testing.T) {
 	}
 	after <- nil
 	waitFor(t, "partition 0's Apply to return", func() bool { return len(r.shards[0].committed()) == 1 })
+}
+
+// receive waits up to 20 s for a value on c, failing with what it waited
+// for.
+func receive(t *testing.T, c <-chan uint64, what string) {
+	t.Helper()
+	select {
+	case <-c:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
 }

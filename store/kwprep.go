@@ -104,10 +104,10 @@ type kwLineTok struct {
 	known  bool
 }
 
-// find returns the slot holding text, or nil.
+// find returns the slot holding text (never empty), or nil.
 func (r *kwLineRing) find(text string) *kwLine {
 	for i := range r.slot {
-		if l := &r.slot[i]; len(l.text) == len(text) && l.text == text && l.buf != nil {
+		if l := &r.slot[i]; l.text == text {
 			return l
 		}
 	}

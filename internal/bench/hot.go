@@ -239,46 +239,51 @@ func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, ho
 		if !sel.has(c.key) {
 			continue
 		}
-		var rounds []HotFigure
-		for r := range sel.rounds {
+		d := dir + "-fresh"
+		if c.mode == IngestBacklog {
+			d = dir
+		}
+		hf, err := sel.run(say, func(r int) (HotFigure, error) {
 			say("hot: %s, %d messages in %d sessions%s%s …", c.system, messages, sessions, spreadNote(c.namespaces), roundNote(r, sel.rounds))
-			d := dir + "-fresh"
-			if c.mode == IngestBacklog {
-				d = dir
-			}
 			hf, err := runHotAlone(ctx, h, fmt.Sprintf("%s-%d", d, r), c.system, c.mode, c.lines, sessions)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", c.system, err)
+				return HotFigure{}, fmt.Errorf("%s: %w", c.system, err)
 			}
 			hf.Namespaces, hf.MessagesPerEvent = c.namespaces, c.per
 			if c.mode == IngestBacklog {
 				say("  published alone in %.2fs (%.0f µs of CPU a message); then", hf.PublishSeconds, hf.PublishCPUMicrosPerMessage)
 			}
 			sayHot(say, hf)
-			rounds = append(rounds, hf)
+			return hf, nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, medianRound(rounds, say))
+		out = append(out, hf)
 	}
-	for _, c := range []struct {
+	nats := []struct {
 		system          string
 		namespaces, per int
 		lines           [][]byte
-	}{{HotNATS, 1, 1, hot}, {HotNATSMany, spread, 1, many}, {HotNATSBatched, 1, hotEventMessages, hotBatched}, {HotNATSManyBatched, spread, hotEventMessages, manyBatched}} {
-		if !sel.has(HotCaseNATS) {
-			break
-		}
-		var rounds []HotFigure
-		for r := range sel.rounds {
+	}{{HotNATS, 1, 1, hot}, {HotNATSMany, spread, 1, many}, {HotNATSBatched, 1, hotEventMessages, hotBatched}, {HotNATSManyBatched, spread, hotEventMessages, manyBatched}}
+	if !sel.has(HotCaseNATS) {
+		nats = nil
+	}
+	for _, c := range nats {
+		hf, err := sel.run(say, func(r int) (HotFigure, error) {
 			say("hot: %s (publish, fetch, ack; nothing indexed), %d messages%s%s …", c.system, messages, spreadNote(c.namespaces), roundNote(r, sel.rounds))
 			hf, err := runHotNATS(ctx, h, fmt.Sprintf("%s-nats-%d", dir, r), c.system, c.lines, sessions, batch)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", c.system, err)
+				return HotFigure{}, fmt.Errorf("%s: %w", c.system, err)
 			}
 			hf.Namespaces, hf.MessagesPerEvent = c.namespaces, c.per
 			say("  %.0f messages/s (%.2fs), %.0f µs of CPU a message, %.2f cores busy", hf.PerSecond, hf.Seconds, hf.CPUMicrosPerMessage, hf.CoresBusy)
-			rounds = append(rounds, hf)
+			return hf, nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, medianRound(rounds, say))
+		out = append(out, hf)
 	}
 	var b strings.Builder
 	writeHotOverNATS(&b, out)
@@ -311,6 +316,20 @@ type hotSelection struct {
 }
 
 func (s hotSelection) has(key string) bool { return len(s.cases) == 0 || slices.Contains(s.cases, key) }
+
+// run runs round s.rounds times and returns the round of the median rate
+// (medianRound).
+func (s hotSelection) run(say func(string, ...any), round func(r int) (HotFigure, error)) (HotFigure, error) {
+	var rounds []HotFigure
+	for r := range s.rounds {
+		hf, err := round(r)
+		if err != nil {
+			return HotFigure{}, err
+		}
+		rounds = append(rounds, hf)
+	}
+	return medianRound(rounds, say), nil
+}
 
 // roundNote says which round of how many this is ("" with one round).
 func roundNote(r, rounds int) string {
