@@ -136,15 +136,32 @@ func TestOneCommitSlotSerialisesPartitions(t *testing.T) {
 	}
 }
 
-// With two slots, both partitions commit at once: each is inside Apply
+// publishFull sends partition p's namespace one messages event of the
+// rig's BatchSize messages in session key sk, a batch that is behind.
+func (r *slotsRig) publishFull(t *testing.T, p int, sk string) {
+	t.Helper()
+	e := memindex.Event{Type: memindex.TypeMessages, Namespace: r.ns[p], SessionKey: sk, SessionID: "s1"}
+	for seq := int64(1); seq <= 10; seq++ {
+		e.Messages = append(e.Messages, memindex.Message{Seq: seq, Speaker: "Ana", Text: fmt.Sprintf("message %d", seq)})
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.js.Publish(context.Background(), memindex.EventSubject(r.ns[p]), b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// With two slots, two full batches commit at once: each is inside Apply
 // while the other is.
-func TestTwoCommitSlotsCommitTogether(t *testing.T) {
+func TestTwoCommitSlotsCommitFullBatchesTogether(t *testing.T) {
 	r := newSlotsRig(t, 2)
 	gates := [2]chan error{make(chan error), make(chan error)}
 	t.Cleanup(func() { close(gates[0]); close(gates[1]) })
 	for p := range 2 {
 		r.shards[p].setGate(gates[p])
-		r.publish(t, p, 1)
+		r.publishFull(t, p, "import")
 	}
 	for p := range 2 {
 		receive(t, r.shards[p].entered, fmt.Sprintf("partition %d to start to commit beside the other", p))
@@ -155,6 +172,35 @@ func TestTwoCommitSlotsCommitTogether(t *testing.T) {
 	for p := range 2 {
 		waitFor(t, fmt.Sprintf("partition %d to commit", p), func() bool { return len(r.shards[p].committed()) == 1 })
 	}
+}
+
+// With two slots, a batch below BatchSize takes only the first: a small
+// batch waits while another small one commits, and a full batch commits
+// beside it meanwhile in the second.
+func TestSmallBatchesTakeHalfTheCommitSlots(t *testing.T) {
+	r := newSlotsRig(t, 2)
+	gates := [2]chan error{make(chan error), make(chan error)}
+	t.Cleanup(func() { close(gates[0]); close(gates[1]) })
+	r.shards[0].setGate(gates[0])
+	r.publish(t, 0, 1)
+	receive(t, r.shards[0].entered, "partition 0's small batch to start to commit")
+	r.publish(t, 1, 1)
+	waitFor(t, "partition 1's small batch to wait for a commit slot", func() bool { return r.waiting(1) })
+	if got := r.shards[1].committed(); len(got) != 0 {
+		t.Fatalf("partition 1's small batch committed %v in the slot for full batches", got)
+	}
+	gates[0] <- nil
+	waitFor(t, "partition 1 to commit after partition 0", func() bool { return len(r.shards[1].committed()) == 1 })
+	// Partition 1 holds the first slot with a small batch; partition 0's
+	// full batch takes the second.
+	r.shards[1].setGate(gates[1])
+	r.publish(t, 1, 2)
+	receive(t, r.shards[1].entered, "partition 1's second small batch to start to commit")
+	r.shards[0].setGate(nil)
+	r.publishFull(t, 0, "import")
+	waitFor(t, "partition 0's full batch to commit beside partition 1's", func() bool { return len(r.shards[0].committed()) == 2 })
+	gates[1] <- nil
+	waitFor(t, "partition 1's second batch to commit", func() bool { return len(r.shards[1].committed()) == 2 })
 }
 
 // The commit slot is given back once a partition's transaction commits,

@@ -77,15 +77,17 @@ type Config struct {
 	// heap's limit.
 	InflightBytes int64
 	// CommitConcurrency is the most of the worker's partitions that
-	// commit a batch at once (default: half of GOMAXPROCS, at least 1): a
-	// partition holds a slot for its batch's transaction and gives it
-	// back once that commits, before the in-memory indexes take the batch.
-	// A commit is CPU-bound work in SQLite; more of them at once than the
-	// cores can run only switch between them, and each partition's next
-	// batch is fetched, decoded, planned and embedded on the other cores
-	// meanwhile (fetch.go). A partition that waits for a slot gathers a
-	// bigger batch, which costs less a message to commit. Status shows a
-	// partition waiting for one (commitWaiting).
+	// commit a batch at once (default: GOMAXPROCS): a partition holds a
+	// slot for its batch's transaction and gives it back once that
+	// commits, before the in-memory indexes take the batch. A batch of
+	// fewer than BatchSize messages may take only one of the first half of
+	// the slots (at least 1); the rest go to batches of BatchSize or more,
+	// partitions that are behind (commitslots.go). A commit is CPU-bound
+	// work in SQLite, and each partition's next batch is fetched, decoded,
+	// planned and embedded on the other cores meanwhile (fetch.go); a
+	// partition that waits for a slot gathers a bigger batch, which costs
+	// less a message to commit. Status shows a partition waiting for one
+	// (commitWaiting).
 	CommitConcurrency int
 	// Chunker configures session windows.
 	Chunker chunker.Config
@@ -151,7 +153,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("config: max batch %d is below the batch size %d", c.MaxBatch, c.BatchSize)
 	}
 	if c.CommitConcurrency == 0 {
-		c.CommitConcurrency = max(1, runtime.GOMAXPROCS(0)/2)
+		c.CommitConcurrency = runtime.GOMAXPROCS(0)
 	}
 	if c.CommitConcurrency < 1 {
 		return fmt.Errorf("config: commit concurrency must be positive, got %d", c.CommitConcurrency)
@@ -226,9 +228,9 @@ type Worker struct {
 	trace   tracing
 	// inlineOffUntil is when inline embedding may be tried again (unix ns).
 	inlineOffUntil atomic.Int64
-	// commitSlots holds a token for each partition committing now
-	// (Config.CommitConcurrency).
-	commitSlots chan struct{}
+	// slots bound the partitions committing at once
+	// (Config.CommitConcurrency, commitslots.go).
+	slots *commitSlots
 	// inflight bounds the payload all partitions' batches hold
 	// (Config.InflightBytes, inflight.go).
 	inflight inflight
@@ -278,7 +280,7 @@ func New(js jetstream.JetStream, cfg Config, shards map[int]Shard, emb embedder.
 		return nil, err
 	}
 	w := &Worker{js: js, cfg: cfg, emb: emb, log: cfg.Logger, byID: make(map[int]*partition),
-		metrics: cfg.Metrics, trace: newTracing(cfg.TracerProvider), commitSlots: make(chan struct{}, cfg.CommitConcurrency),
+		metrics: cfg.Metrics, trace: newTracing(cfg.TracerProvider), slots: newCommitSlots(cfg.CommitConcurrency, cfg.BatchSize),
 		inflight: newInflight(cfg.InflightBytes)}
 	for _, id := range cfg.Partitions {
 		if _, dup := w.byID[id]; dup {
@@ -665,9 +667,9 @@ func (w *Worker) process(ctx context.Context, p *partition, pb *prepared) (err e
 	for attempt := 0; ; attempt++ {
 		var err error
 		if attempt == 0 && pb.batch != nil {
-			err = w.applyPlan(ctx, p, *pb.batch, pb.chunks, bt)
+			err = w.applyPlan(ctx, p, *pb.batch, pb.chunks, pb.f.size, bt)
 		} else {
-			err = w.commit(ctx, p, pb.pl, last, bt)
+			err = w.commit(ctx, p, pb.pl, last, pb.f.size, bt)
 		}
 		if err == nil {
 			break
@@ -720,14 +722,14 @@ func ackBatch(msgs []jetstream.Msg, seqs []uint64, dead []deadLetter) error {
 	return top.Ack()
 }
 
-// commit plans, embeds and applies a batch from the shard as it is; bt
-// traces it (nil: off).
-func (w *Worker) commit(ctx context.Context, p *partition, pl *planner, last uint64, bt *batchTrace) error {
+// commit plans, embeds and applies a batch of size messages from the shard
+// as it is; bt traces it (nil: off).
+func (w *Worker) commit(ctx context.Context, p *partition, pl *planner, last uint64, size int, bt *batchTrace) error {
 	b, fresh, _, err := w.plan(ctx, p, pl, last, nil, bt)
 	if err != nil {
 		return err
 	}
-	return w.applyPlan(ctx, p, b, fresh, bt)
+	return w.applyPlan(ctx, p, b, fresh, size, bt)
 }
 
 // plan builds the batch of pl after the batch whose plan left prev (see
@@ -749,8 +751,9 @@ func (w *Worker) plan(ctx context.Context, p *partition, pl *planner, last uint6
 	return b, fresh, after, nil
 }
 
-// applyPlan commits the planned batch b, whose new chunks are fresh.
-func (w *Worker) applyPlan(ctx context.Context, p *partition, b store.Batch, fresh []*store.Chunk, bt *batchTrace) error {
+// applyPlan commits the planned batch b, whose new chunks are fresh, of
+// size messages counted as BatchSize counts them.
+func (w *Worker) applyPlan(ctx context.Context, p *partition, b store.Batch, fresh []*store.Chunk, size int, bt *batchTrace) error {
 	if failpoint.Enabled { // tests only: build tag failpoints
 		failpoint.Inject(failpoint.AfterEmbed)
 	}
@@ -765,12 +768,11 @@ func (w *Worker) applyPlan(ctx context.Context, p *partition, b store.Batch, fre
 	}
 	span := bt.start(SpanCommit)
 	merged, err := mergeNearDuplicates(ctx, p.shard, b.Records)
+	var free func()
 	if err == nil {
-		err = w.commitSlot(ctx, p)
+		free, err = w.slots.take(ctx, size, &p.commitWaiting)
 	}
 	if err == nil {
-		var release sync.Once
-		free := func() { release.Do(func() { <-w.commitSlots }) }
 		b.Committed = free
 		_, err = p.shard.Apply(ctx, b)
 		free()
@@ -831,24 +833,6 @@ func (p *partition) kickBackfill() {
 func (p *partition) setErr(err error) {
 	s := err.Error()
 	p.lastErr.Store(&s)
-}
-
-// commitSlot waits for one of the worker's commit slots for p (see
-// Config.CommitConcurrency); the caller gives it back after its Apply.
-func (w *Worker) commitSlot(ctx context.Context, p *partition) error {
-	select {
-	case w.commitSlots <- struct{}{}:
-		return nil
-	default:
-	}
-	p.commitWaiting.Store(true)
-	defer p.commitWaiting.Store(false)
-	select {
-	case w.commitSlots <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // heartbeat sends InProgress for msgs every interval until stop is called,

@@ -80,8 +80,8 @@ type Config struct {
 	// Batch is the most events applied in one transaction (--batch).
 	Batch int
 	// CommitConcurrency is the most partitions that commit a batch at once
-	// (--commit-concurrency); 0: half of the CPUs, at least 1
-	// (consumer.Config.CommitConcurrency).
+	// (--commit-concurrency); 0: the CPUs. A batch below Batch messages
+	// takes one of the first half only (consumer.Config.CommitConcurrency).
 	CommitConcurrency int
 	// ChunkTokens is the most tokens of one indexed chunk (--chunk-tokens).
 	ChunkTokens int
@@ -219,7 +219,7 @@ func (c Config) Validate() error {
 		bad("--batch %d: want 1 or more events a transaction", c.Batch)
 	}
 	if c.CommitConcurrency < 0 {
-		bad("--commit-concurrency %d: want 1 or more partitions committing at once, or 0 for half of the CPUs", c.CommitConcurrency)
+		bad("--commit-concurrency %d: want 1 or more partitions committing at once, or 0 for the CPUs", c.CommitConcurrency)
 	}
 	if c.EmbedBatch < 1 {
 		bad("--embed-batch %d: want 1 or more texts a request", c.EmbedBatch)
