@@ -22,6 +22,10 @@ func init() {
 		whtFrom8 = whtFrom8AVX2
 		bitCounts = bitCountsAVX2
 		bitsScreen = bitsScreenAVX2
+		sumSquares = sumSquaresAVX2
+		scaleInto = scaleIntoAVX2
+		maxAbs = maxAbsAVX2
+		quantCodes = quantCodesAVX2
 	}
 
 }
@@ -274,4 +278,88 @@ func nibbleSum(x archsimd.Uint8x32, t []uint8, nib archsimd.Uint8x32, four archs
 	t = t[:64]
 	return archsimd.LoadUint8x32Slice(t).PermuteOrZeroGrouped(lo.AsInt8x32()).
 		Add(archsimd.LoadUint8x32Slice(t[32:]).PermuteOrZeroGrouped(hi.AsInt8x32()))
+}
+
+// sumSquaresAVX2 is sumSquaresGeneric four float64 lanes at a time: acc0
+// holds running sums 0-3, acc1 sums 4-7, and their lane sums are the
+// generic version's pairs.
+func sumSquaresAVX2(v []float32) float64 {
+	var acc0, acc1 archsimd.Float64x4
+	i := 0
+	for ; i+8 <= len(v); i += 8 {
+		x0 := archsimd.LoadFloat32x4Slice(v[i:]).ConvertToFloat64()
+		x1 := archsimd.LoadFloat32x4Slice(v[i+4:]).ConvertToFloat64()
+		acc0 = acc0.Add(x0.Mul(x0))
+		acc1 = acc1.Add(x1.Mul(x1))
+	}
+	var t [4]float64
+	acc0.Add(acc1).StoreSlice(t[:])
+	archsimd.ClearAVXUpperBits()
+	s := (t[0] + t[1]) + (t[2] + t[3])
+	for ; i < len(v); i++ {
+		f := float64(v[i])
+		s += float64(f * f)
+	}
+	return s
+}
+
+// scaleIntoAVX2 is scaleIntoGeneric four lanes at a time: the same
+// float64 product, rounded to float32 (VCVTPD2PS rounds to nearest even,
+// as Go's conversion does).
+func scaleIntoAVX2(dst, v []float32, inv float64) {
+	dst = dst[:len(v)]
+	invs := archsimd.BroadcastFloat64x4(inv)
+	i := 0
+	for ; i+4 <= len(v); i += 4 {
+		archsimd.LoadFloat32x4Slice(v[i:]).ConvertToFloat64().Mul(invs).ConvertToFloat32().StoreSlice(dst[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+	for ; i < len(v); i++ {
+		dst[i] = float32(float64(v[i]) * inv)
+	}
+}
+
+// maxAbsAVX2 is maxAbsGeneric eight lanes at a time, from the largest and
+// the smallest component (the same value: the order does not matter).
+func maxAbsAVX2(v []float32) float32 {
+	var hi, lo archsimd.Float32x8
+	i := 0
+	for ; i+8 <= len(v); i += 8 {
+		x := archsimd.LoadFloat32x8Slice(v[i:])
+		hi, lo = hi.Max(x), lo.Min(x)
+	}
+	var h, l [8]float32
+	hi.StoreSlice(h[:])
+	lo.StoreSlice(l[:])
+	archsimd.ClearAVXUpperBits()
+	var big float32
+	for j := range 8 {
+		big = max(big, h[j], -l[j])
+	}
+	for ; i < len(v); i++ {
+		if a := abs32(v[i]); a > big {
+			big = a
+		}
+	}
+	return big
+}
+
+// quantCodesAVX2 is quantCodesGeneric four lanes at a time: the same
+// float64 and float32 products, and the rounding half away from zero as
+// the truncation of x+0.5 where x >= 0 and of x-0.5 below.
+func quantCodesAVX2(dst []int8, v []float32, inv float64, k float32) {
+	dst = dst[:len(v)]
+	invs, ks := archsimd.BroadcastFloat64x4(inv), archsimd.BroadcastFloat32x4(k)
+	half, zero := archsimd.BroadcastFloat64x4(0.5), archsimd.BroadcastFloat64x4(0)
+	lo, hi := archsimd.BroadcastInt32x4(-quantMax), archsimd.BroadcastInt32x4(quantMax)
+	var c [4]int32
+	i := 0
+	for ; i+4 <= len(v); i += 4 {
+		x := archsimd.LoadFloat32x4Slice(v[i:]).ConvertToFloat64().Mul(invs).ConvertToFloat32().Mul(ks).ConvertToFloat64()
+		r := x.Add(half).Trunc().Merge(x.Sub(half).Trunc(), x.GreaterEqual(zero))
+		r.ConvertToInt32().Max(lo).Min(hi).StoreSlice(c[:])
+		dst[i], dst[i+1], dst[i+2], dst[i+3] = int8(c[0]), int8(c[1]), int8(c[2]), int8(c[3])
+	}
+	archsimd.ClearAVXUpperBits()
+	quantCodesGeneric(dst[i:], v[i:], inv, k)
 }

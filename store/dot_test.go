@@ -200,3 +200,65 @@ func TestDotI8ManyMatchesGeneric(t *testing.T) {
 		}
 	}
 }
+
+// TestSIMDQuantizeMatchesGeneric checks the norm, scaling, largest
+// component and codes in use (SIMD where built and supported) against the
+// scalar versions bit for bit: a vector gets the same unit vector and the
+// same codes either way, on lengths around the lane counts, with
+// components of every magnitude and codes that fall on halves.
+func TestSIMDQuantizeMatchesGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	var vs [][]float32
+	for _, n := range []int{1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 100, 384, 385, 1536} {
+		for kind := range 4 {
+			v := make([]float32, n)
+			for i := range v {
+				switch kind {
+				case 0:
+					v[i] = r.Float32()*2 - 1
+				case 1: // magnitudes from 1e-30 to 1e30
+					v[i] = float32(math.Pow(10, r.Float64()*60-30)) * float32(1-2*r.IntN(2))
+				case 2: // codes on halves
+					v[i] = float32(r.IntN(255)-127) / 2
+				case 3:
+					v[i] = float32(r.NormFloat64())
+				}
+			}
+			if kind == 2 {
+				v[r.IntN(n)] = 127.0 / 2
+			}
+			vs = append(vs, v)
+		}
+	}
+	vs = append(vs, []float32{3e38, -3e38, 1, 2, 3, 4, 5, 6, 7}, make([]float32, 9), []float32{0, 0, 0, 0, 0, 0, 0, 0, -1e-45})
+	for n, v := range vs {
+		ss, wantSS := sumSquares(v), sumSquaresGeneric(v)
+		if math.Float64bits(ss) != math.Float64bits(wantSS) {
+			t.Fatalf("vector %d (%d dims): sum of squares %v (%s), want %v", n, len(v), ss, dotKind, wantSS)
+		}
+		if got, want := maxAbs(v), maxAbsGeneric(v); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("vector %d (%d dims): largest component %v (%s), want %v", n, len(v), got, dotKind, want)
+		}
+		if ss == 0 || math.IsInf(ss, 0) {
+			continue
+		}
+		inv := 1 / math.Sqrt(ss)
+		got, want := make([]float32, len(v)), make([]float32, len(v))
+		scaleInto(got, v, inv)
+		scaleIntoGeneric(want, v, inv)
+		if !slices.EqualFunc(got, want, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+			t.Fatalf("vector %d (%d dims): unit vector %v (%s), want %v", n, len(v), got, dotKind, want)
+		}
+		m := float32(float64(maxAbsGeneric(v)) * inv)
+		if m == 0 {
+			continue
+		}
+		gc, wc := make([]int8, len(v)), make([]int8, len(v))
+		quantCodes(gc, v, inv, quantMax/m)
+		quantCodesGeneric(wc, v, inv, quantMax/m)
+		if !slices.Equal(gc, wc) {
+			t.Fatalf("vector %d (%d dims): codes %v (%s), want %v", n, len(v), gc, dotKind, wc)
+		}
+	}
+	t.Logf("in use: %s", dotKind)
+}

@@ -29,39 +29,59 @@ const quantMax = 127
 // is computed exactly as normalizeInto does, so a rescored score is the one
 // an index of float32 vectors would give.
 //
-// It reads v twice: the largest unit component is the unit of the largest
-// |v[i]| (scaling by a positive number and rounding to float32 keep the
-// order), and a code is rounded half away from zero as math.Round does,
-// by adding a half of its sign in float64 (exact for the float32 products,
-// below 2^8) and truncating (TestQuantizeMatchesThreePasses).
+// It reads v three times: its sum of squares (sumSquares, the order
+// normalizeInto adds them in), its largest |v[i]| (the largest unit
+// component is its unit: scaling by a positive number and rounding to
+// float32 keep the order), and the codes, each rounded half away from zero
+// as math.Round does, by adding a half of its sign in float64 (exact for
+// the float32 products, below 2^8) and truncating
+// (TestQuantizeMatchesThreePasses). With GOEXPERIMENT=simd and AVX2 the
+// three are SIMD loops (dot_simd.go) that give the same bits
+// (TestSIMDQuantizeMatchesGeneric).
 func quantizeInto(dst []int8, v []float32) float32 {
 	dst = dst[:len(v)]
-	var ss float64
-	var big float32
-	for _, f := range v {
-		ss += float64(f) * float64(f)
-		if a := abs32(f); a > big {
-			big = a
-		}
-	}
+	ss := sumSquares(v)
 	if ss == 0 || math.IsInf(ss, 0) || math.IsNaN(ss) {
 		clear(dst)
 		return 0
 	}
 	inv := 1 / math.Sqrt(ss)
-	m := float32(float64(big) * inv)
+	m := float32(float64(maxAbs(v)) * inv)
 	if m == 0 {
 		clear(dst)
 		return 0
 	}
 	scale := m / quantMax
-	k := quantMax / m
+	quantCodes(dst, v, inv, quantMax/m)
+	return scale
+}
+
+// maxAbs is the largest |v[i]| (NaNs aside: a vector with one has a NaN
+// sum of squares, and quantizeInto stops there).
+var maxAbs = maxAbsGeneric
+
+func maxAbsGeneric(v []float32) float32 {
+	var big float32
+	for _, f := range v {
+		if a := abs32(f); a > big {
+			big = a
+		}
+	}
+	return big
+}
+
+// quantCodes writes the codes of v for quantizeInto: each v[i] scaled by
+// inv in float64, rounded to float32, times k in float32, rounded half
+// away from zero and clamped to ±quantMax.
+var quantCodes = quantCodesGeneric
+
+func quantCodesGeneric(dst []int8, v []float32, inv float64, k float32) {
+	dst = dst[:len(v)]
 	for i, f := range v {
 		x := float64(float32(float64(f)*inv) * k)
 		c := int(x + math.Copysign(0.5, x)) // no branch on the sign: random signs mispredict
 		dst[i] = int8(min(max(c, -quantMax), quantMax))
 	}
-	return scale
 }
 
 func abs32(f float32) float32 { return math.Float32frombits(math.Float32bits(f) &^ (1 << 31)) }

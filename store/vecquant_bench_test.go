@@ -210,9 +210,10 @@ func BenchmarkIndexHeap(b *testing.B) {
 }
 
 // BenchmarkQuantizeInto is the quantization of a 384-dim vector (each
-// vector Apply or Open adds), against the three-pass version it replaced,
-// over 4,096 random vectors in turn (one vector over and over would let
-// the branch predictor learn its signs).
+// vector Apply or Open adds), against the three-pass version it replaced
+// and against itself with the scalar loops where the SIMD ones are in use
+// (generic), over 4,096 random vectors in turn (one vector over and over
+// would let the branch predictor learn its signs).
 func BenchmarkQuantizeInto(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	vs := make([][]float32, 4096)
@@ -223,8 +224,13 @@ func BenchmarkQuantizeInto(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		fn   func([]int8, []float32) float32
-	}{{"quantizeInto", quantizeInto}, {"threePasses", quantizeThreePasses}} {
+	}{{"quantizeInto", quantizeInto}, {"threePasses", quantizeThreePasses}, {"generic", quantizeInto}} {
 		b.Run(c.name, func(b *testing.B) {
+			if c.name == "generic" {
+				ss, ma, qc := sumSquares, maxAbs, quantCodes
+				sumSquares, maxAbs, quantCodes = sumSquaresGeneric, maxAbsGeneric, quantCodesGeneric
+				defer func() { sumSquares, maxAbs, quantCodes = ss, ma, qc }()
+			}
 			i := 0
 			for b.Loop() {
 				c.fn(dst, vs[i%len(vs)])

@@ -384,15 +384,43 @@ func forShares(n, workers, shares, minShare int, fn func(s, lo, hi int)) {
 
 // normalizeInto writes v scaled to unit length into dst (zeros when v is 0).
 func normalizeInto(dst, v []float32) {
-	var ss float64
-	for _, f := range v {
-		ss += float64(f) * float64(f)
-	}
+	ss := sumSquares(v)
 	if ss == 0 {
 		clear(dst)
 		return
 	}
-	inv := 1 / math.Sqrt(ss)
+	scaleInto(dst, v, 1/math.Sqrt(ss))
+}
+
+// sumSquares is the sum of v[i]² in float64, added in a fixed order: eight
+// running sums (v[i] into sum i%8), then ((s0+s4)+(s1+s5))+((s2+s6)+(s3+s7)),
+// then the elements past the last eight in order. The SIMD version
+// (dot_simd.go) adds lane for lane in that order, so a vector has the same
+// norm to the bit with it or without (TestSIMDQuantizeMatchesGeneric).
+var sumSquares = sumSquaresGeneric
+
+func sumSquaresGeneric(v []float32) float64 {
+	var a [8]float64
+	i := 0
+	for ; i+8 <= len(v); i += 8 {
+		for j := range 8 {
+			f := float64(v[i+j])
+			a[j] += float64(f * f) // the conversion keeps the product rounded: no fused multiply-add
+		}
+	}
+	s := ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]))
+	for ; i < len(v); i++ {
+		f := float64(v[i])
+		s += float64(f * f)
+	}
+	return s
+}
+
+// scaleInto writes float32(float64(v[i])*inv) into dst[i].
+var scaleInto = scaleIntoGeneric
+
+func scaleIntoGeneric(dst, v []float32, inv float64) {
+	dst = dst[:len(v)]
 	for i, f := range v {
 		dst[i] = float32(float64(f) * inv)
 	}
