@@ -330,7 +330,7 @@ func (x *kwIndex) insertLocked(d *kwDoc, dt docTokens, ps *kwPoster) error {
 			f2 = maxF2
 			x.inexact[t.id] = true
 		}
-		ps.pend = append(ps.pend, kwEntry{sp: sp, id: t.id, doc: doc, f2: uint16(f2)})
+		ps.pend = append(ps.pend, kwEntry{sp: sp.num, id: t.id, doc: doc, f2: uint16(f2)})
 	}
 	x.where[d.rowid] = kwLoc{sp: sp.num, doc: doc}
 	x.rows++
