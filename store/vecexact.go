@@ -15,6 +15,17 @@ package store
 // exactEntryBytes is what one copy costs: its floats and its map entry.
 func exactEntryBytes(dims int) int64 { return int64(dims)*4 + 64 }
 
+// exactBlock is how many copies one block of x.exactSlab holds. The copies
+// live in blocks, and the map gives each rowid its slot: one allocation a
+// block instead of one a vector, and a map the collector need not scan.
+const exactBlock = 64
+
+// exactAt returns the copy in slot.
+func (x *vectorIndex) exactAt(slot int32) []float32 {
+	off := int(slot%exactBlock) * x.dims
+	return x.exactSlab[slot/exactBlock][off : off+x.dims : off+x.dims]
+}
+
 // putExact keeps the unit vector of v for rowid, unless the shard has
 // outgrown its copies. x.mu is held for writing.
 func (x *vectorIndex) putExact(rowid int64, v []float32) {
@@ -22,25 +33,43 @@ func (x *vectorIndex) putExact(rowid int64, v []float32) {
 		return
 	}
 	if x.exact == nil {
-		x.exact = map[int64][]float32{}
+		x.exact = map[int64]int32{}
 	}
-	u, ok := x.exact[rowid]
+	slot, ok := x.exact[rowid]
 	if !ok {
 		if x.exactBytes+exactEntryBytes(x.dims) > x.exactMax {
-			x.exact, x.exactBytes, x.exactOff = nil, 0, true
+			x.resetExact(0)
+			x.exactOff = true
 			return
 		}
 		x.exactBytes += exactEntryBytes(x.dims)
-		u = make([]float32, x.dims)
-		x.exact[rowid] = u
+		slot = x.exactSlot()
+		x.exact[rowid] = slot
 	}
-	normalizeInto(u, v)
+	normalizeInto(x.exactAt(slot), v)
+}
+
+// exactSlot returns a free slot: one a removal gave back, else the next,
+// in a new block when the last is full.
+func (x *vectorIndex) exactSlot() int32 {
+	if n := len(x.exactFree); n > 0 {
+		slot := x.exactFree[n-1]
+		x.exactFree = x.exactFree[:n-1]
+		return slot
+	}
+	slot := x.exactNext
+	if int(slot/exactBlock) == len(x.exactSlab) {
+		x.exactSlab = append(x.exactSlab, make([]float32, exactBlock*x.dims))
+	}
+	x.exactNext++
+	return slot
 }
 
 // delExact forgets rowid's copy. x.mu is held for writing.
 func (x *vectorIndex) delExact(rowid int64) {
-	if _, ok := x.exact[rowid]; ok {
+	if slot, ok := x.exact[rowid]; ok {
 		delete(x.exact, rowid)
+		x.exactFree = append(x.exactFree, slot)
 		x.exactBytes -= exactEntryBytes(x.dims)
 	}
 }
@@ -49,7 +78,7 @@ func (x *vectorIndex) delExact(rowid int64) {
 // when n of them fit, off at once when they cannot (a big shard does not
 // build copies at Open only to drop them). x.mu is held for writing.
 func (x *vectorIndex) resetExact(n int) {
-	x.exact, x.exactBytes = nil, 0
+	x.exact, x.exactSlab, x.exactFree, x.exactNext, x.exactBytes = nil, nil, nil, 0, 0
 	x.exactOff = int64(n)*exactEntryBytes(x.dims) > x.exactMax
 }
 
@@ -62,8 +91,8 @@ func (x *vectorIndex) scoreExact(q *quantQuery, rowids []int64, exact map[int64]
 		return rowids
 	}
 	for _, r := range rowids {
-		if u, ok := x.exact[r]; ok {
-			exact[r] = dot(q.unit, u)
+		if slot, ok := x.exact[r]; ok {
+			exact[r] = dot(q.unit, x.exactAt(slot))
 		} else {
 			rest = append(rest, r)
 		}

@@ -348,8 +348,12 @@ func TestQuantizedIndexInStep(t *testing.T) {
 		for rowid, v := range stored {
 			u := make([]float32, dims)
 			normalizeInto(u, v)
-			if !slices.Equal(s.index.exact[rowid], u) {
-				t.Fatalf("%s: rowid %d: float32 copy %v, SQLite's unit vector %v", when, rowid, s.index.exact[rowid], u)
+			slot, ok := s.index.exact[rowid]
+			if !ok {
+				t.Fatalf("%s: rowid %d has no float32 copy", when, rowid)
+			}
+			if !slices.Equal(s.index.exactAt(slot), u) {
+				t.Fatalf("%s: rowid %d: float32 copy %v, SQLite's unit vector %v", when, rowid, s.index.exactAt(slot), u)
 			}
 		}
 		s.index.mu.RUnlock()
@@ -800,4 +804,63 @@ func TestVectorSearchTopExactHead(t *testing.T) {
 			t.Logf("vectors read a search: %.1f exact to %d, %.1f exact to %d", float64(readTop)/queries, head, float64(readAll)/queries, limit)
 		})
 	}
+}
+
+// TestExactCopiesReuseSlots puts, removes and puts again float32 copies
+// directly: every rowid keeps its own unit vector however slots are
+// given back and handed out again, a removal's slot is used before a new
+// block is taken, and the cost falls with each removal.
+func TestExactCopiesReuseSlots(t *testing.T) {
+	const dims = 8
+	x := newVectorIndex(dims, 0)
+	r := rand.New(rand.NewPCG(21, 22))
+	want := map[int64][]float32{}
+	put := func(rowid int64) {
+		v := randVec(r, dims)
+		x.putExact(rowid, v)
+		u := make([]float32, dims)
+		normalizeInto(u, v)
+		want[rowid] = u
+	}
+	check := func(when string) {
+		t.Helper()
+		if len(x.exact) != len(want) {
+			t.Fatalf("%s: %d copies, want %d", when, len(x.exact), len(want))
+		}
+		for rowid, u := range want {
+			slot, ok := x.exact[rowid]
+			if !ok || !slices.Equal(x.exactAt(slot), u) {
+				t.Fatalf("%s: rowid %d: copy %v (held %t), want %v", when, rowid, x.exactAt(slot), ok, u)
+			}
+		}
+		if got := exactEntryBytes(dims) * int64(len(want)); x.exactBytes != got {
+			t.Fatalf("%s: copies cost %d bytes, want %d", when, x.exactBytes, got)
+		}
+	}
+	for rowid := range int64(2 * exactBlock) {
+		put(rowid)
+	}
+	check("after the first two blocks")
+	for rowid := int64(0); rowid < 2*exactBlock; rowid += 3 {
+		x.delExact(rowid)
+		delete(want, rowid)
+	}
+	check("after removals")
+	freed := len(x.exactFree)
+	for i := range freed {
+		put(int64(1000 + i))
+	}
+	check("after as many puts as removals")
+	if len(x.exactSlab) != 2 || len(x.exactFree) != 0 {
+		t.Fatalf("%d blocks and %d free slots after reusing %d, want 2 and 0", len(x.exactSlab), len(x.exactFree), freed)
+	}
+	put(5000)
+	check("after one more")
+	if len(x.exactSlab) != 3 {
+		t.Fatalf("%d blocks after the first two filled up, want 3", len(x.exactSlab))
+	}
+	for rowid := range want {
+		put(rowid) // a new vector in the same slot
+	}
+	check("after replacing every copy")
 }

@@ -31,10 +31,14 @@ type vectorIndex struct {
 	stmtMu sync.Mutex
 	point  *sql.Stmt // sqlVecPoint on the shard's readers, once prepared
 
-	// exact holds the unit float32 vectors of a small shard by rowid
-	// (vecexact.go); exactBytes is their cost; exactOff is set once the
-	// shard outgrew exactMax.
-	exact      map[int64][]float32
+	// exact holds the slot in exactSlab of the unit float32 vector of each
+	// rowid of a small shard (vecexact.go), exactFree the slots given back
+	// and exactNext the slots handed out; exactBytes is their cost;
+	// exactOff is set once the shard outgrew exactMax.
+	exact      map[int64]int32
+	exactSlab  [][]float32
+	exactFree  []int32
+	exactNext  int32
 	exactBytes int64
 	exactMax   int64
 	exactOff   bool
