@@ -19,13 +19,17 @@ import (
 // messages to 235–450 (BENCHMARKS.md, issue 13, twentieth session).
 type commitSlots struct {
 	any    chan struct{} // for every batch
-	behind chan struct{} // for a batch of at least full messages
+	behind chan struct{} // for a batch of at least full messages; nil when n is 1
 	full   int
 }
 
 func newCommitSlots(n, full int) *commitSlots {
 	a := max(1, n/2)
-	return &commitSlots{any: make(chan struct{}, a), behind: make(chan struct{}, max(0, n-a)), full: full}
+	s := &commitSlots{any: make(chan struct{}, a), full: full}
+	if n > a {
+		s.behind = make(chan struct{}, n-a)
+	}
+	return s
 }
 
 // take waits for a slot for a batch of size messages (counted as BatchSize

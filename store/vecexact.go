@@ -18,6 +18,9 @@ func exactEntryBytes(dims int) int64 { return int64(dims)*4 + 64 }
 // exactBlock is how many copies one block of x.exactSlab holds. The copies
 // live in blocks, and the map gives each rowid its slot: one allocation a
 // block instead of one a vector, and a map the collector need not scan.
+// A removal's slot is used again before a new one, so the blocks never
+// hold more slots than exactMax allowed copies at once, plus the last
+// block's unused ones.
 const exactBlock = 64
 
 // exactAt returns the copy in slot.
