@@ -311,7 +311,11 @@ func (sp *vecSpace) remove(rowid int64, dims int, syms *symtab) {
 
 // growBlocks appends the slot of item i, width elements, to blocks of
 // blockVecs items each: a new block when i starts one (the first block
-// grows, later ones start full size, so none is copied once full).
+// grows, later ones start full size, so none is copied once full). The
+// first block doubles when full: append would add a quarter at its sizes
+// (hundreds of KiB), so a namespace's first 4,096 vectors were copied
+// about four times over, a fifth of the index's allocations in a fresh
+// worker (BENCHMARKS.md, twenty-first session).
 func growBlocks[T any](blocks *[][]T, i, width int) {
 	if i%blockVecs == 0 {
 		c := width
@@ -321,7 +325,14 @@ func growBlocks[T any](blocks *[][]T, i, width int) {
 		*blocks = append(*blocks, make([]T, 0, c))
 	}
 	b := &(*blocks)[len(*blocks)-1]
-	*b = append(*b, make([]T, width)...)
+	n := len(*b)
+	if n+width > cap(*b) {
+		nb := make([]T, n, min(max(2*cap(*b), n+width), blockVecs*width))
+		copy(nb, *b)
+		*b = nb
+	}
+	*b = (*b)[:n+width]
+	clear((*b)[n:]) // a slot shrinkBlocks gave back holds its old values
 }
 
 // shrinkBlocks drops the last item's width elements from blocks, and the
