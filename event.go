@@ -174,11 +174,20 @@ var foldedToASCII = [][]byte{[]byte("\u017f"), []byte("\u212a"), []byte(`\u017`)
 // unknown fields may add some.
 const maxFastNesting = 32
 
+var openBrace, openBracket = []byte("{"), []byte("[")
+
 // nestedOver reports whether data opens more than limit objects and arrays
 // at once, reading it as a JSON lexer does (brackets inside strings do not
 // count). It only chooses a decoder: on malformed input it may say more,
 // never less, than a decoder reaches before it stops at the first error.
 func nestedOver(data []byte, limit int) bool {
+	// No more openers in all of data than limit (strings included): it
+	// cannot nest deeper. bytes.Count runs in SIMD; an event of ten
+	// messages has a dozen or two, and the loop below cost 0.5 % of a
+	// spread ingest's CPU (BENCHMARKS.md, twenty-first session).
+	if bytes.Count(data, openBrace)+bytes.Count(data, openBracket) <= limit {
+		return false
+	}
 	depth, inStr := 0, false
 	for i := 0; i < len(data); i++ {
 		c := data[i]

@@ -2,6 +2,7 @@ package memindex
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"runtime"
 	"strings"
@@ -201,9 +202,31 @@ func TestNestedOver(t *testing.T) {
 		{`{"a":"\\"` + strings.Repeat("[", 40), true},                  // an escaped backslash ends the string
 		{strings.Repeat("]", 40) + strings.Repeat("[", 33), true},      // stray closers do not hide openers
 		{`{"a":[` + deep(30) + `],"b":{"c":` + deep(30) + `}}`, false}, // siblings do not add up
+		{`{"a":"` + strings.Repeat("[", 31) + `","b":[]}`, false},      // few openers in all: not read further
 	} {
 		if got := nestedOver([]byte(c.in), maxFastNesting); got != c.over {
 			t.Errorf("nestedOver(%.60q) = %v, want %v", c.in, got, c.over)
+		}
+	}
+}
+
+// BenchmarkNestedOver reads a messages event of ten messages, as every
+// event DecodeEvent decodes is read first.
+func BenchmarkNestedOver(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(`{"type":"messages","namespace":"ns-7","sessionKey":"agent:main:s-42","sessionId":"s1","messages":[`)
+	for i := range 10 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"seq":%d,"role":"user","text":"I went to the market on Tuesday and bought apples, pears and a [small] bag of rice for the week.","ts":"2026-12-07T10:00:00Z"}`, i)
+	}
+	sb.WriteString(`]}`)
+	data := []byte(sb.String())
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if nestedOver(data, maxFastNesting) {
+			b.Fatal("over")
 		}
 	}
 }
