@@ -1,9 +1,6 @@
 package store
 
-import (
-	"math"
-	"slices"
-)
+import "slices"
 
 // Posting a batch term by term. A row adds one entry to the posting list
 // of each of its distinct terms (about 40 for a message with its context),
@@ -96,7 +93,7 @@ func (x *kwIndex) postGroup(id uint32, es []kwEntry) {
 		sp := x.spaces[num]
 		p := sp.post[id]
 		if p == nil {
-			p = &kwPost{minD: math.MaxUint32}
+			p = newKWPost()
 			sp.post[id] = p
 		} else {
 			x.postBytes -= p.bytes()

@@ -238,7 +238,7 @@ func walkKWStats(x *kwIndex) kwStats {
 		st.bytes += int64(cap(sp.rowids)) * kwRowBytes
 		for _, p := range sp.post {
 			st.postings += int64(len(p.docs))
-			st.bytes += kwPostBytes + int64(cap(p.docs))*4 + int64(cap(p.f2))*2
+			st.bytes += p.bytes()
 		}
 	}
 	return st
@@ -277,9 +277,9 @@ func dumpKW(x *kwIndex) map[string]any {
 	}
 	spaces := map[string]any{}
 	for ns, sp := range x.byNS {
-		post := map[string]kwPost{}
+		post := map[string][4]any{} // a list's postings and bounds, wherever they are kept
 		for id, p := range sp.post {
-			post[byID[id]] = *p
+			post[byID[id]] = [4]any{p.docs, p.f2, p.maxF2, p.minD}
 		}
 		spaces[ns] = []any{sp.rowids, chunkIDStrings(x.syms, sp.ids), sp.dlen, sp.dead, sp.ndead,
 			symStrings(x.syms, sp.sessionKey), symStrings(x.syms, sp.speaker), sp.tsStart, post}
@@ -351,4 +351,38 @@ func BenchmarkKeywordStats(b *testing.B) {
 			x.mu.RUnlock()
 		}
 	})
+}
+
+// TestKWPostInlineThenHeap grows a posting list past the postings its
+// struct holds, as postGroup does, and checks that its postings stay in
+// order across the move to the heap, that two lists never share their
+// inline arrays, and what bytes counts on each side of the move.
+func TestKWPostInlineThenHeap(t *testing.T) {
+	p, q := newKWPost(), newKWPost()
+	if !p.inline() || p.bytes() != kwPostBytes {
+		t.Fatalf("new list: inline %v, %d bytes; want inline, %d", p.inline(), p.bytes(), kwPostBytes)
+	}
+	var want []uint32
+	for i := range 3 * kwInline {
+		p.docs, p.f2 = slices.Grow(p.docs, 1), slices.Grow(p.f2, 1)
+		p.docs, p.f2 = append(p.docs, uint32(10*i)), append(p.f2, uint16(i))
+		want = append(want, uint32(10*i))
+		if got := p.inline(); got != (i < kwInline) {
+			t.Fatalf("after %d postings: inline %v", i+1, got)
+		}
+		if !slices.Equal(p.docs, want) || len(p.f2) != len(want) || p.f2[i] != uint16(i) || p.f2[0] != 0 {
+			t.Fatalf("after %d postings: docs %v f2 %v", i+1, p.docs, p.f2)
+		}
+	}
+	if got, w := p.bytes(), kwPostBytes+int64(cap(p.docs))*4+int64(cap(p.f2))*2; got != w {
+		t.Fatalf("heap list: %d bytes, want %d", got, w)
+	}
+	q.docs = append(q.docs, 7)
+	if &q.docs[0] == &p.inDocs[0] || q.docs[0] != 7 || p.inDocs[0] != 0 {
+		t.Fatal("two lists share their inline postings")
+	}
+	q.docs = slices.Clip(q.docs) // as compaction leaves a list
+	if !q.inline() || q.bytes() != kwPostBytes {
+		t.Fatalf("clipped inline list: inline %v, %d bytes", q.inline(), q.bytes())
+	}
 }
