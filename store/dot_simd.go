@@ -295,12 +295,7 @@ func sumSquaresAVX2(v []float32) float64 {
 	var t [4]float64
 	acc0.Add(acc1).StoreSlice(t[:])
 	archsimd.ClearAVXUpperBits()
-	s := (t[0] + t[1]) + (t[2] + t[3])
-	for ; i < len(v); i++ {
-		f := float64(v[i])
-		s += float64(f * f)
-	}
-	return s
+	return addSquares((t[0]+t[1])+(t[2]+t[3]), v[i:])
 }
 
 // scaleIntoAVX2 is scaleIntoGeneric four lanes at a time: the same
@@ -314,9 +309,7 @@ func scaleIntoAVX2(dst, v []float32, inv float64) {
 		archsimd.LoadFloat32x4Slice(v[i:]).ConvertToFloat64().Mul(invs).ConvertToFloat32().StoreSlice(dst[i:])
 	}
 	archsimd.ClearAVXUpperBits()
-	for ; i < len(v); i++ {
-		dst[i] = float32(float64(v[i]) * inv)
-	}
+	scaleIntoGeneric(dst[i:], v[i:], inv)
 }
 
 // maxAbsAVX2 is maxAbsGeneric eight lanes at a time, from the largest and
@@ -332,14 +325,9 @@ func maxAbsAVX2(v []float32) float32 {
 	hi.StoreSlice(h[:])
 	lo.StoreSlice(l[:])
 	archsimd.ClearAVXUpperBits()
-	var big float32
+	big := maxAbsGeneric(v[i:])
 	for j := range 8 {
 		big = max(big, h[j], -l[j])
-	}
-	for ; i < len(v); i++ {
-		if a := abs32(v[i]); a > big {
-			big = a
-		}
 	}
 	return big
 }

@@ -423,9 +423,14 @@ func sumSquaresGeneric(v []float32) float64 {
 			a[j] += float64(f * f) // the conversion keeps the product rounded: no fused multiply-add
 		}
 	}
-	s := ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]))
-	for ; i < len(v); i++ {
-		f := float64(v[i])
+	return addSquares(((a[0]+a[4])+(a[1]+a[5]))+((a[2]+a[6])+(a[3]+a[7])), v[i:])
+}
+
+// addSquares adds the squares of v to s in order: the tail past the last
+// eight elements, in both versions of sumSquares.
+func addSquares(s float64, v []float32) float64 {
+	for _, x := range v {
+		f := float64(x)
 		s += float64(f * f)
 	}
 	return s
