@@ -96,12 +96,25 @@ func PullBufferBound(bytes int, l memindex.Limits) int {
 // reconnect or a missed heartbeat, when nats.go forgets what it asked
 // for. Without the byte bound, 2,000 events of 1 MiB (memory files, full
 // messages events) were 2 GiB a partition, outside --memory-limit.
+//
+// The server sends an idle heartbeat every pullHeartbeat while a pull
+// waits; two missed end the subscription (jetstream.ErrNoHeartbeat) and
+// consume re-positions the consumer. That is how a worker notices that a
+// restarted server no longer has its consumer (positionConsumer keeps the
+// consumer's state in memory): nats.go re-sends its pull after the
+// reconnect, and a pull for a consumer that does not exist gets no
+// answer. nats.go's default, half the 30-second pull expiry, left a
+// partition idle for 30 seconds after a server restart.
 func pullBuffer(batch, bytes int) []jetstream.PullMessagesOpt {
 	return []jetstream.PullMessagesOpt{
 		jetstream.PullMaxMessagesWithBytesLimit(2*batch, bytes),
 		jetstream.PullThresholdMessages(1),
+		jetstream.PullHeartbeat(pullHeartbeat),
 	}
 }
+
+// pullHeartbeat is the idle heartbeat of a partition's pull subscription.
+const pullHeartbeat = 2 * time.Second
 
 // consumeOnce runs partition p's pipeline on one pull subscription until ctx
 // ends (nil) or a stage fails (its error).

@@ -61,8 +61,12 @@ func newHarnessWith(t *testing.T, emb embedder.Embedder) *harness {
 // its worker starts.
 func newHarnessSet(t *testing.T, emb embedder.Embedder, set func(*harness)) *harness {
 	t.Helper()
-	s := natstest.Server(t)
-	nc := natstest.Connect(t, s)
+	return newHarnessOn(t, natstest.Connect(t, natstest.Server(t)), emb, set)
+}
+
+// newHarnessOn is newHarnessSet with the worker on connection nc.
+func newHarnessOn(t *testing.T, nc *nats.Conn, emb embedder.Embedder, set func(*harness)) *harness {
+	t.Helper()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)

@@ -45,6 +45,7 @@ func runHotNATS(ctx context.Context, h harness.Hooks, dir, system string, lines 
 			cons, err := c.js.CreateOrUpdateConsumer(ctx, memindex.StreamEvents, jetstream.ConsumerConfig{
 				Durable: fmt.Sprintf("bench-nats-%d", p), FilterSubject: memindex.PartitionFilter(p),
 				AckPolicy: jetstream.AckAllPolicy, MaxAckPending: -1, DeliverPolicy: jetstream.DeliverAllPolicy,
+				MemoryStorage: true, // as the worker's consumers (consumer.positionConsumer)
 			})
 			if err != nil {
 				return fmt.Errorf("consumer of partition %d: %w", p, err)
