@@ -14,7 +14,7 @@
 // exact float32 vectors read from the durable vec0 table, so the ranking
 // and scores are an exact scan's: vecquant.go; VectorSearchTop rescores
 // only a head of them and orders the rest by their int8 scores; from
-// 150,000 vectors an unfiltered search first narrows the candidates with a
+// 50,000 vectors an unfiltered search first narrows the candidates with a
 // 1-bit sketch of each vector, vecbits.go, whose recall is measured rather
 // than exact),
 // hydration of hits, and the

@@ -38,12 +38,17 @@ import (
 
 // bitsMin is the namespace size from which a search without a filter uses
 // the sketch. Below it the int8 scan of the whole namespace costs about
-// what the sketch and the scattered int8 reads of its pool do: in process
-// on this project's 2-core box, 100,000 random 384-dim vectors took
-// 2.2–3.0 ms through the sketch against 2.0–2.9 ms for the int8 scan;
-// 200,000 took 3.1–3.3 against 3.7–4.1, and 1,000,000 12.6–13.0 against
-// 24.8–25.5 (BENCHMARKS.md). (A variable so that a test can lower it.)
-var bitsMin = 150000
+// what the sketch and the scattered int8 reads of its pool do. It was
+// 150,000 from the first in-process figures (100,000 random 384-dim
+// vectors took 2.2–3.0 ms through the sketch against 2.0–2.9 ms for the
+// int8 scan); the sketch's scan has become faster since (the AVX2 bit
+// counts), and on 2026-12-07 the bench's vector suite gave at 50,000
+// vectors p50 / p99 1.88 / 2.61 ms through the sketch against 1.99 / 3.20
+// for the int8 scan (recall@10 1.000 both), at 100,000 2.42 / 3.47 against
+// 3.63 / 4.90 (recall@10 0.999 against 1.000); hybrid search over NATS at
+// 100,000 chunks p99 6.7–7.3 against 9.5–10.7 ms (BENCHMARKS.md,
+// twenty-second session). (A variable so that a test can lower it.)
+var bitsMin = 50000
 
 // bitsMinDims is the fewest dimensions a sketch is used at: fewer bits
 // rank too coarsely (a 64-bit sketch of 32 dimensions held recall@10 at
@@ -456,7 +461,7 @@ var sketchScratch = sync.Pool{New: func() any { return new([]float32) }}
 
 // buildSketches makes the sketch of every vector of the space and keeps
 // it from then on (sketched), split over GOMAXPROCS goroutines: once a
-// namespace's life, when it reaches bitsMin vectors (150,000 sketches of
+// namespace's life, when it reaches bitsMin vectors (50,000 sketches of
 // about 2.7 µs each at 384 dims, spread over the cores), under the index's
 // write lock.
 func (sp *vecSpace) buildSketches(dims int) {
