@@ -41,8 +41,8 @@ import (
 // what the sketch and the scattered int8 reads of its pool do. It was
 // 150,000 from the first in-process figures (100,000 random 384-dim
 // vectors took 2.2–3.0 ms through the sketch against 2.0–2.9 ms for the
-// int8 scan); the sketch's scan has become faster since (the AVX2 bit
-// counts), and on 2026-12-07 the bench's vector suite gave at 50,000
+// int8 scan), set a day before the sketch's bit counts got their AVX2
+// path; on 2026-12-07 the bench's vector suite gave at 50,000
 // vectors p50 / p99 1.88 / 2.61 ms through the sketch against 1.99 / 3.20
 // for the int8 scan (recall@10 1.000 both), at 100,000 2.42 / 3.47 against
 // 3.63 / 4.90 (recall@10 0.999 against 1.000); hybrid search over NATS at
