@@ -566,18 +566,14 @@ func (w *Worker) consume(ctx context.Context, p *partition) {
 		}
 		p.setErr(err)
 		wait := time.Second
-		switch {
-		case errors.Is(err, ErrDeliveryGap):
-			// Expected when a consumer's leader moves: re-position at once.
+		if errors.Is(err, ErrDeliveryGap) || errors.Is(err, jetstream.ErrNoHeartbeat) {
+			// Expected when a consumer's leader moves (a gap), or after a
+			// server restart, which lost the consumer whose state was in
+			// its memory (positionConsumer): re-position at once; if the
+			// server is not back yet, that fails and waits.
 			w.log.Warn("consume", attrPartition, p.id, attrErr, err)
 			wait = 0
-		case errors.Is(err, jetstream.ErrNoHeartbeat):
-			// Expected after a server restart: the consumer's state was in
-			// the server's memory (positionConsumer). Re-position at once;
-			// if the server is not back yet, that fails and waits.
-			w.log.Warn("consume: the consumer stopped answering (server restarted?); re-positioning it", attrPartition, p.id, attrErr, err)
-			wait = 0
-		default:
+		} else {
 			w.log.Error("consume", attrPartition, p.id, attrErr, err)
 		}
 		select {

@@ -46,7 +46,7 @@ import (
 // vectors p50 / p99 1.88 / 2.61 ms through the sketch against 1.99 / 3.20
 // for the int8 scan (recall@10 1.000 both), at 100,000 2.42 / 3.47 against
 // 3.63 / 4.90 (recall@10 0.999 against 1.000); hybrid search over NATS at
-// 100,000 chunks p99 6.7–7.3 against 9.5–10.7 ms (BENCHMARKS.md,
+// 100,000 chunks p99 5.8–7.3 against 9.4–10.7 ms (BENCHMARKS.md,
 // twenty-second session). (A variable so that a test can lower it.)
 var bitsMin = 50000
 

@@ -90,10 +90,11 @@ func TestBitEstimateTracksCosine(t *testing.T) {
 // added again (positions move). Measured once with 40 queries at 150,000
 // vectors (bitsMin until 2026-12-07): 0.9975 on random vectors, 1.000 on
 // clustered and text; with the same fraction of 20,000 random vectors (a
-// pool of 887), 0.9875. At 50,000 (bitsMin since), 12 queries: 1.000 on
-// all three. The smallest pool a namespace's fraction gets is at the
-// largest namespaces; the bench's vector suite measures recall there
-// (0.9957 on random vectors at 1,000,000).
+// pool of 887), 0.9875. With bitsMin 50,000 (since 2026-12-07): 1.000
+// on random vectors at 50,000 and on clustered and text at 20,000. The
+// smallest pool a namespace's fraction gets is at the largest namespaces,
+// which the benchmarks measure (BENCHMARKS.md: recall@10 0.9957 on random
+// vectors at 1,000,000, BenchmarkQuantizedVectorSearch).
 func TestBitSketchRecall(t *testing.T) {
 	const dims, k, queries = 384, 10, 12
 	pool := rescorePool(4 * k)
