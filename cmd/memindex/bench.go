@@ -46,6 +46,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	keep := fs.String("data", "", "data directory (default: a temporary one, removed afterwards; the vector suite caches its files under it, or under --out/cache)")
 	cache := fs.String("cache", "", "vector suite: directory of its cached data files (default: vector-cache under --data, else cache under --out)")
 	render := fs.String("render", "", "measure nothing: merge these report.json files (comma-separated) and write their tables and plot to --out")
+	hotEvents := fs.String("hot-events", "", "measure nothing: write the hot suite's loads (one, many, batched, many-batched at each --hot-messages size over --hot-sessions sessions) as JSONL files under this directory, for `memindex publish` into a `memindex serve` (scripts/e2e-ingest.sh)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memProfile := fs.String("memprofile", "", "write the allocations of the whole run (pprof's allocs profile: -sample_index=alloc_space for bytes) to this file at its end")
 	traceFile := fs.String("trace", "", "write an execution trace of the whole run to this file (go tool trace: which goroutine waits on which)")
@@ -63,6 +64,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("--out: %w", err)
 		}
 		return bench.WriteTables(stdout, rep)
+	}
+	if *hotEvents != "" {
+		return writeHotEvents(stdout, *hotEvents, *hotMessages, *hotSessions, *asJSON)
 	}
 	cfg := bench.Config{Locomo: *locomo, Messages: *messages, HotSessions: *hotSessions,
 		Queries: *queries, Modes: splitList(*modes), ConcurrencyDuration: *concDur,
@@ -272,4 +276,37 @@ func allocsProfile(path string) (r struct {
 	r.start = func(w io.Writer) error { to = w; return nil }
 	r.stop = func() { _ = pprof.Lookup("allocs").WriteTo(to, 0) }
 	return r
+}
+
+// writeHotEvents is `memindex bench --hot-events DIR`: the hot suite's
+// loads at each size as JSONL files, and a line (or JSON) saying what each
+// holds.
+func writeHotEvents(stdout io.Writer, dir, sizes string, sessions int, asJSON bool) error {
+	ns, err := parseSizes("--hot-messages", sizes)
+	if err != nil {
+		return err
+	}
+	if len(ns) == 0 {
+		return fmt.Errorf("--hot-events: --hot-messages names no size")
+	}
+	if sessions < 1 {
+		return fmt.Errorf("--hot-sessions %d: want at least 1", sessions)
+	}
+	var all []bench.HotEventsFile
+	for _, n := range ns {
+		files, err := bench.WriteHotEvents(dir, n, sessions)
+		if err != nil {
+			return fmt.Errorf("--hot-events: %w", err)
+		}
+		all = append(all, files...)
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(all)
+	}
+	for _, f := range all {
+		fmt.Fprintf(stdout, "%s\t%s: %d events, %d messages\n", f.Path, f.Case, f.Events, f.Messages)
+	}
+	return nil
 }

@@ -296,3 +296,37 @@ func readReport(t *testing.T, out string) (bench.Report, []byte) {
 	}
 	return rep, b
 }
+
+// TestBenchHotEvents: --hot-events writes each hot load at each size as a
+// JSONL file, measures nothing, and says (here as JSON) what each holds.
+func TestBenchHotEvents(t *testing.T) {
+	dir, out := t.TempDir(), t.TempDir()
+	var stdout bytes.Buffer
+	err := runBench(context.Background(), []string{"--hot-events", dir, "--hot-messages", "300,50", "--hot-sessions", "10", "--json", "--out", out}, &stdout, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []bench.HotEventsFile
+	if err := json.Unmarshal(stdout.Bytes(), &files); err != nil {
+		t.Fatalf("%v: %s", err, stdout.String())
+	}
+	if len(files) != 8 { // one, many, batched, many-batched at each size
+		t.Fatalf("%d files, want 8: %s", len(files), stdout.String())
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lines := bytes.Count(b, []byte("\n")); lines != f.Events || (f.Messages != 300 && f.Messages != 50) {
+			t.Fatalf("%s: %d lines, %+v", f.Path, lines, f)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "report.json")); !os.IsNotExist(err) {
+		t.Fatalf("--hot-events wrote a report (%v): it measures nothing", err)
+	}
+	err = runBench(context.Background(), []string{"--hot-events", dir, "--hot-sessions", "0"}, &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "--hot-sessions") {
+		t.Fatalf("--hot-sessions 0 = %v, want an error naming it", err)
+	}
+}

@@ -5,8 +5,9 @@
 // (search.go), concurrency over NATS, the vector leg
 // four ways, LoCoMo search beside plain FTS5 bm25 and a float32 scan, and a
 // cluster of workers in one process), the Report they fill, its markdown
-// tables and the growth plot (tables.md, growth.png, report.json), and the
-// merge of saved reports.
+// tables and the growth plot (tables.md, growth.png, report.json), the
+// merge of saved reports, and the hot suite's loads written as JSONL files
+// for `memindex publish` (WriteHotEvents, hot_events.go).
 //
 // It starts nodes and NATS servers only through the harness.Hooks the
 // binary hands it, so it never assembles a node itself; it must not read
