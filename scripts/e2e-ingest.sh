@@ -68,7 +68,7 @@ sleep 1 # its start-up work done
 cpu() { awk '{print $14+$15}' "/proc/$spid/stat"; }    # utime+stime, ticks
 faults() { awk '{print $10}' "/proc/$spid/stat"; }     # minor faults
 indexed() { # messages and commits, of every partition
-	"$bin" status --server "$url" --json | python3 -c 'import json,sys; ps=[p for w in json.load(sys.stdin) for p in w["partitions"]]; print(sum(p["messages"] for p in ps), sum(p["commits"] for p in ps))'
+	"$bin" status --server "$url" --json | python3 -c 'import json,sys; ps=[p for w in json.load(sys.stdin) for p in w["partitions"]]; print(sum(p.get("messages", 0) for p in ps), sum(p.get("commits", 0) for p in ps))'
 }
 hz=$(getconf CLK_TCK)
 
@@ -78,7 +78,7 @@ publish() { # file label
 	want=$((want + messages))
 	local c0 f0 t0 last lc idle now c pub
 	c0=$(cpu) f0=$(faults) t0=$(date +%s.%N)
-	/usr/bin/env time -f "%e %U %S" -o "$tmp/pub.time" "$bin" publish --server "$url" --namespace e2e "$f" >/dev/null 2>"$tmp/pub.err" &
+	( TIMEFORMAT='%R %U %S'; { time "$bin" publish --server "$url" --namespace e2e "$f" >/dev/null 2>"$tmp/pub.err"; } 2>"$tmp/pub.time" ) &
 	pub=$!
 	last=$t0 lc=$c0 idle=0
 	while :; do
