@@ -260,17 +260,31 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 		}
 	}
 	// With EventMessages, valid message lines are grouped (Grouper); a
-	// line that cannot join goes out after the group before it.
-	var group *Grouper[int]
+	// line that cannot join goes out after the group before it. A group of
+	// one line goes out as that line's own message, as without grouping
+	// (its bytes are the ones groupable checked), with the Nats-Msg-Id
+	// EventMsg would give it: re-encoding it cost a third of the
+	// publisher's CPU a line where no two consecutive lines are of one
+	// session (BENCHMARKS.md, twenty-third session).
+	type groupTag struct {
+		line int
+		msg  *nats.Msg
+	}
+	var group *Grouper[groupTag]
 	if cfg.EventMessages > 1 && !cfg.Raw {
-		group = NewGrouper(cfg.EventMessages, func(ev memindex.Event, first, n int) error {
-			msg, err := EventMsg(ev)
-			if err != nil {
-				res.Rejected += int64(n)
-				problem(first, fmt.Errorf("%w (not published)%s", err, grouped(n)))
-				return nil
+		group = NewGrouper(cfg.EventMessages, func(ev memindex.Event, first groupTag, n int) error {
+			msg := first.msg
+			if n == 1 {
+				msg.Header.Set(nats.MsgIdHdr, MsgID(ev, msg.Data))
+			} else {
+				var err error
+				if msg, err = EventMsg(ev); err != nil {
+					res.Rejected += int64(n)
+					problem(first.line, fmt.Errorf("%w (not published)%s", err, grouped(n)))
+					return nil
+				}
 			}
-			send(msg, first, n)
+			send(msg, first.line, n)
 			return nil
 		})
 	}
@@ -292,7 +306,7 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 		}
 		if group != nil {
 			if e, ok := groupable(msg, obj); ok {
-				_ = group.Add(e, line)
+				_ = group.Add(e, groupTag{line, msg})
 				continue
 			}
 			_ = group.Flush()

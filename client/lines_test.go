@@ -146,6 +146,14 @@ func TestPublishLinesGroups(t *testing.T) {
 		if seq == 1 && m.Header.Get(nats.MsgIdHdr) != client.MsgID(ev, m.Data) {
 			t.Errorf("the messages event's Nats-Msg-Id %q, want MsgID's %q", m.Header.Get(nats.MsgIdHdr), client.MsgID(ev, m.Data))
 		}
+		if seq == 6 { // a group of one line: the line as it goes out ungrouped, and MsgID's id
+			alone, err := client.LineMsg([]byte(`{"sessionKey":"b","sessionId":"s","seq":3,"text":"b three"}`), "agent-7", false)
+			mustTB(t, err)
+			if string(m.Data) != string(alone.Data) || m.Header.Get(nats.MsgIdHdr) != client.MsgID(ev, m.Data) {
+				t.Errorf("a group of one line went out as %s (id %q), want %s (id %q)",
+					m.Data, m.Header.Get(nats.MsgIdHdr), alone.Data, client.MsgID(ev, m.Data))
+			}
+		}
 	}
 	want := []string{"messages a 1: 2:m2 3:", "message a", "message a", "messages b 1: 2:", "record.upserted ", "message b"}
 	if !slices.Equal(got, want) {

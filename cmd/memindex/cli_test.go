@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +37,12 @@ func TestCLIPublishSearchStatusDLQ(t *testing.T) {
 {"namespace":"bad ns","sessionKey":"chat","sessionId":"s1","seq":3,"text":"x"}
 `)
 	var out, errOut bytes.Buffer
+	gogc := debug.SetGCPercent(-1) // read it, and set it back at once
+	debug.SetGCPercent(gogc)
 	err := runPublish(ctx, append(srv, "--namespace", "demo", "--json", "-"), in, &out, &errOut)
+	if now := debug.SetGCPercent(gogc); now != gogc {
+		t.Errorf("publish left the collector at GOGC %d, want %d as before", now, gogc)
+	}
 	if err == nil || !strings.Contains(errOut.String(), "line 4") {
 		t.Fatalf("publish with a bad line: err=%v stderr=%q; want an error naming line 4", err, errOut.String())
 	}

@@ -12,6 +12,7 @@ import (
 	"memindex/watch"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -115,6 +116,15 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		lc.Read = func(n int64) { _ = bar.Add64(n) } // it errs only past the size (a file growing while read)
 		lc.Acked = func(n int64) { bar.Describe(fmt.Sprintf("%d lines", n)) }
 	}
+	if os.Getenv("GOGC") == "" {
+		// The publisher's heap is small (at most --max-pending publishes
+		// and client.DefaultMaxPendingBytes of payload in flight), so the
+		// collector ran often: about a quarter of its CPU. A command that
+		// ends when its file does spends some tens of MiB to save that
+		// (BENCHMARKS.md, twenty-third session); GOGC in the environment
+		// wins.
+		defer debug.SetGCPercent(debug.SetGCPercent(publishGOGC))
+	}
 	res, err := client.PublishLines(ctx, nc, in, lc)
 	if bar != nil {
 		endBar(bar, stderr, err == nil && ctx.Err() == nil)
@@ -175,3 +185,7 @@ func endBar(bar *progressbar.ProgressBar, w io.Writer, complete bool) {
 	}
 	fmt.Fprintln(w)
 }
+
+// publishGOGC is the collector's target percentage while `memindex
+// publish` sends a file, unless GOGC is set.
+const publishGOGC = 400
