@@ -1,5 +1,5 @@
 #!/bin/bash
-# e2e-ingest.sh [-b BIN] [-p PORT] [-m MESSAGES] [-c CASES] [-w]
+# e2e-ingest.sh [-b BIN] [-p PORT] [-m MESSAGES] [-c CASES] [-w] [-j]
 #
 # Ingest as a user runs it: a fresh `memindex serve` (embedded NATS, fresh
 # data directory), and each hot-suite load (`memindex bench --hot-events`)
@@ -31,16 +31,19 @@
 #                (default many-batched)
 #   -w           publish each load twice, the second time into fresh
 #                namespaces: the second is a worker already holding the first
+#   -j           print one JSON object a load instead (and one with the peak
+#                RSS at the end)
 set -euo pipefail
 
-bin=bin/memindex port=14299 messages=100000 cases=many-batched twice=0
-while getopts b:p:m:c:wh o; do
+bin=bin/memindex port=14299 messages=100000 cases=many-batched twice=0 json=0
+while getopts b:p:m:c:wjh o; do
 	case $o in
 	b) bin=$OPTARG ;;
 	p) port=$OPTARG ;;
 	m) messages=$OPTARG ;;
 	c) cases=$OPTARG ;;
 	w) twice=1 ;;
+	j) json=1 ;;
 	*) sed -n '2,3p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
@@ -102,7 +105,14 @@ import glob, os
 commits = $k - $commits
 commit = max(os.stat(p).st_mtime_ns for p in glob.glob('$tmp/data/shards/*-wal')) / 1e9
 t = commit - $t0; idle = $last - $t0; cpu = ($c1-$c0)/$hz
-print(f'$label: {t:.2f} s to the last commit, {$messages/t:,.0f} msg/s; idle after {idle:.2f} s; serve {cpu*1e6/$messages:.0f} µs of CPU a message, {($f1-$f0)/$messages:.2f} faults a message, {commits} commits; publisher {$pw} s, {($pu+$ps)*1e6/$messages:.0f} µs of CPU a message')"
+if $json:
+    import json
+    print(json.dumps({'load': '$label', 'messages': $messages, 'seconds': round(t, 3), 'perSecond': round($messages/t),
+        'idleSeconds': round(idle, 3), 'serveCPUMicrosPerMessage': round(cpu*1e6/$messages, 1),
+        'faultsPerMessage': round(($f1-$f0)/$messages, 2), 'commits': commits,
+        'publisherSeconds': $pw, 'publisherCPUMicrosPerMessage': round(($pu+$ps)*1e6/$messages, 1)}))
+else:
+    print(f'$label: {t:.2f} s to the last commit, {$messages/t:,.0f} msg/s; idle after {idle:.2f} s; serve {cpu*1e6/$messages:.0f} µs of CPU a message, {($f1-$f0)/$messages:.2f} faults a message, {commits} commits; publisher {$pw} s, {($pu+$ps)*1e6/$messages:.0f} µs of CPU a message')"
 	commits=$k
 }
 
@@ -112,7 +122,12 @@ for c in ${cases//,/ }; do
 	publish "$f" "$c"
 	if [ "$twice" = 1 ]; then
 		sed 's/"namespace":"bench-/"namespace":"again-/' "$f" >"$f.again"
-		publish "$f.again" "$c, again, into a worker holding the first"
+		publish "$f.again" "$c, again"
 	fi
 done
-echo "serve peak RSS $(awk '/VmHWM/{print $2, $3}' "/proc/$spid/status")"
+rss=$(awk '/VmHWM/{print $2}' "/proc/$spid/status")
+if [ "$json" = 1 ]; then
+	echo "{\"servePeakRSSKiB\": $rss}"
+else
+	echo "serve peak RSS $rss kB"
+fi
