@@ -9,8 +9,9 @@
 # started in a process whose heap earlier rounds have grown: BENCHMARKS.md
 # (twenty-third session) measured the two side by side.
 #
-# Nothing polls the worker while it works. The serve process's CPU is
-# sampled from /proc (Linux) every 50 ms; once the publisher has exited and
+# Nothing polls the worker while it works (Linux: it reads /proc, and GNU
+# stat for the WAL times). The serve process's CPU is
+# sampled every 50 ms; once the publisher has exited and
 # the worker has been idle for half a second, `memindex status` checks that
 # every message of the load is indexed (no figure when one is missing).
 # The load is timed from its publisher's start to its last commit: the
@@ -71,7 +72,8 @@ sleep 1 # its start-up work done
 cpu() { awk '{print $14+$15}' "/proc/$spid/stat"; }    # utime+stime, ticks
 faults() { awk '{print $10}' "/proc/$spid/stat"; }     # minor faults
 indexed() { # messages and commits, of every partition
-	"$bin" status --server "$url" --json | python3 -c 'import json,sys; ps=[p for w in json.load(sys.stdin) for p in w["partitions"]]; print(sum(p.get("messages", 0) for p in ps), sum(p.get("commits", 0) for p in ps))'
+	"$bin" status --server "$url" --json |
+		awk '/"messages": [0-9]/ {m += $2} /"commits": [0-9]/ {c += $2} END {printf "%d %d\n", m, c}'
 }
 hz=$(getconf CLK_TCK)
 
@@ -100,19 +102,15 @@ publish() { # file label
 		exit 1
 	fi
 	read -r pw pu ps <"$tmp/pub.time"
-	python3 -c "
-import glob, os
-commits = $k - $commits
-commit = max(os.stat(p).st_mtime_ns for p in glob.glob('$tmp/data/shards/*-wal')) / 1e9
-t = commit - $t0; idle = $last - $t0; cpu = ($c1-$c0)/$hz
-if $json:
-    import json
-    print(json.dumps({'load': '$label', 'messages': $messages, 'seconds': round(t, 3), 'perSecond': round($messages/t),
-        'idleSeconds': round(idle, 3), 'serveCPUMicrosPerMessage': round(cpu*1e6/$messages, 1),
-        'faultsPerMessage': round(($f1-$f0)/$messages, 2), 'commits': commits,
-        'publisherSeconds': $pw, 'publisherCPUMicrosPerMessage': round(($pu+$ps)*1e6/$messages, 1)}))
-else:
-    print(f'$label: {t:.2f} s to the last commit, {$messages/t:,.0f} msg/s; idle after {idle:.2f} s; serve {cpu*1e6/$messages:.0f} µs of CPU a message, {($f1-$f0)/$messages:.2f} faults a message, {commits} commits; publisher {$pw} s, {($pu+$ps)*1e6/$messages:.0f} µs of CPU a message')"
+	local commit
+	commit=$(stat -c '%.9Y' "$tmp"/data/shards/*-wal | sort -n | tail -1)
+	awk -v label="$label" -v n="$messages" -v t0="$t0" -v commit="$commit" -v last="$last" \
+		-v cpu="$(((c1 - c0)))" -v hz="$hz" -v faults="$((f1 - f0))" -v commits="$((k - commits))" \
+		-v pw="$pw" -v pcpu="$(awk -v u="$pu" -v s="$ps" 'BEGIN {print u + s}')" -v json="$json" 'BEGIN {
+		t = commit - t0; idle = last - t0; us = cpu / hz * 1e6 / n
+		if (json) printf "{\"load\": \"%s\", \"messages\": %d, \"seconds\": %.3f, \"perSecond\": %.0f, \"idleSeconds\": %.3f, \"serveCPUMicrosPerMessage\": %.1f, \"faultsPerMessage\": %.2f, \"commits\": %d, \"publisherSeconds\": %.3f, \"publisherCPUMicrosPerMessage\": %.1f}\n", label, n, t, n / t, idle, us, faults / n, commits, pw, pcpu * 1e6 / n
+		else printf "%s: %.2f s to the last commit, %.0f msg/s; idle after %.2f s; serve %.0f µs of CPU a message, %.2f faults a message, %d commits; publisher %.2f s, %.0f µs of CPU a message\n", label, t, n / t, idle, us, faults / n, commits, pw, pcpu * 1e6 / n
+	}'
 	commits=$k
 }
 
