@@ -156,6 +156,30 @@ func hotEvents(n, sessions, namespaces, per int) [][]byte {
 	return out
 }
 
+// hotLoads are the hot suite's loads by the case that first publishes
+// each (many-fresh publishes many's, backlog one's): how many namespaces
+// the sessions spread over and how many messages an event appends.
+var hotLoads = []struct {
+	key             string
+	namespaces, per int
+}{
+	{HotCaseOne, 1, 1},
+	{HotCaseMany, hotManyNamespaces, 1},
+	{HotCaseBatched, 1, hotEventMessages},
+	{HotCaseManyBatched, hotManyNamespaces, hotEventMessages},
+}
+
+// hotLoad returns the events of load key (hotLoads) for n messages over
+// sessions sessions.
+func hotLoad(key string, n, sessions int) [][]byte {
+	for _, l := range hotLoads {
+		if l.key == key {
+			return hotEvents(n, sessions, l.namespaces, l.per)
+		}
+	}
+	panic("bench: no hot load " + key)
+}
+
 // countMessages is how many messages events lines append (a line that
 // is no event counts one).
 func countMessages(lines [][]byte) int {
@@ -183,9 +207,9 @@ func countMessages(lines [][]byte) int {
 func runHot(ctx context.Context, h harness.Hooks, n harness.Node, dir string, hot [][]byte, sessions, batch int, sel hotSelection, say func(string, ...any)) ([]HotFigure, error) {
 	var out []HotFigure
 	messages := countMessages(hot)
-	many := hotEvents(messages, sessions, hotManyNamespaces, 1)
-	hotBatched := hotEvents(messages, sessions, 1, hotEventMessages)
-	manyBatched := hotEvents(messages, sessions, hotManyNamespaces, hotEventMessages)
+	many := hotLoad(HotCaseMany, messages, sessions)
+	hotBatched := hotLoad(HotCaseBatched, messages, sessions)
+	manyBatched := hotLoad(HotCaseManyBatched, messages, sessions)
 	spread := min(sessions, hotManyNamespaces)
 	for _, c := range []struct {
 		key, system     string
@@ -410,10 +434,11 @@ func workerCommits(ctx context.Context, n harness.Node) (uint64, error) {
 	// answers in milliseconds once its run is over, so it waits as long as
 	// `memindex status` does by default, and longer only when no answer
 	// came (a 2-second wait was a tenth of every hot-ab.sh process).
+	c := client.NewClient(n.Conn())
 	var sts []memindex.StatusResponse
 	var err error
 	for _, wait := range []time.Duration{500 * time.Millisecond, 2 * time.Second} {
-		if sts, err = client.NewClient(n.Conn()).Status(ctx, wait); len(sts) > 0 {
+		if sts, err = c.Status(ctx, wait); len(sts) > 0 {
 			break
 		}
 	}

@@ -18,8 +18,8 @@ type HotEventsFile struct {
 }
 
 // WriteHotEvents writes the events the hot suite's memindex cases publish
-// (one, many, batched and many-batched; many-fresh is many's load and
-// backlog one's) for n messages over sessions sessions, one JSONL file a
+// (hotLoads: one, many, batched and many-batched; many-fresh is many's
+// load and backlog one's) for n messages over sessions sessions, one JSONL file a
 // case under dir, named hot-CASE-N.jsonl. The files are what the suite
 // publishes in process, byte for byte, so that the same load can be
 // published from outside by `memindex publish` into a `memindex serve`
@@ -32,21 +32,13 @@ func WriteHotEvents(dir string, n, sessions int) ([]HotEventsFile, error) {
 		return nil, fmt.Errorf("hot events: %w", err)
 	}
 	var out []HotEventsFile
-	for _, c := range []struct {
-		key             string
-		namespaces, per int
-	}{
-		{HotCaseOne, 1, 1},
-		{HotCaseMany, hotManyNamespaces, 1}, // as runHot makes them
-		{HotCaseBatched, 1, hotEventMessages},
-		{HotCaseManyBatched, hotManyNamespaces, hotEventMessages},
-	} {
-		lines := hotEvents(n, sessions, c.namespaces, c.per)
-		path := filepath.Join(dir, fmt.Sprintf("hot-%s-%d.jsonl", c.key, n))
+	for _, l := range hotLoads {
+		lines := hotLoad(l.key, n, sessions)
+		path := filepath.Join(dir, fmt.Sprintf("hot-%s-%d.jsonl", l.key, n))
 		if err := writeLines(path, lines); err != nil {
 			return nil, fmt.Errorf("hot events: %w", err)
 		}
-		out = append(out, HotEventsFile{Path: path, Case: c.key, Events: len(lines), Messages: countMessages(lines)})
+		out = append(out, HotEventsFile{Path: path, Case: l.key, Events: len(lines), Messages: n})
 	}
 	return out, nil
 }

@@ -72,7 +72,7 @@ func runNodeSuites(ctx context.Context, cfg Config, run map[string]bool, rep *Re
 		if !run["hot"] || size <= 0 {
 			break
 		}
-		hot := hotEvents(size, cfg.HotSessions, 1, 1)
+		hot := hotLoad(HotCaseOne, size, cfg.HotSessions)
 		sel := hotSelection{cases: cfg.HotCases, rounds: max(1, cfg.HotRounds)}
 		figs, err := runHot(ctx, cfg.Hooks, n, filepath.Join(cfg.Dir, fmt.Sprintf("hot-backlog-%d", size)), hot, cfg.HotSessions, spec.Batch, sel, say)
 		if err != nil {
