@@ -65,8 +65,9 @@ type Config struct {
 	// unbounded.
 	CacheMaxBytes int64
 	// MemoryLimit bounds the worker's memory in bytes (--memory-limit): a
-	// quarter to the SQLite page caches, the rest the Go heap's soft limit;
-	// 0: no bound.
+	// quarter to the SQLite page caches, the rest the Go heap's soft limit,
+	// beneath which the collector runs at LimitGCPercent unless GOGC is set;
+	// 0: no bound. serve's default is AutoMemoryLimit.
 	MemoryLimit int64
 
 	// RRFVectorWeight, RRFKeywordWeight and RRFK tune fusion
@@ -151,7 +152,7 @@ const (
 
 // DefaultConfig returns the defaults of `memindex serve`: its flags take
 // their defaults from here. Worker is "memindex"; serve names it after the
-// host.
+// host. MemoryLimit is AutoMemoryLimit, worked out at each call.
 func DefaultConfig() Config {
 	return Config{
 		NATS:             natsconn.Config{Timeout: natsconn.DefaultTimeout},
@@ -166,6 +167,7 @@ func DefaultConfig() Config {
 		EmbedBatch:       64,
 		EmbedConcurrency: 4,
 		CacheMaxBytes:    DefaultCacheMaxBytes,
+		MemoryLimit:      AutoMemoryLimit(),
 		RRFKeywordWeight: 1,
 		Batch:            1000,
 		ChunkTokens:      DefaultChunkTokens,

@@ -2,11 +2,14 @@ package node
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"strings"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
 
 	"memindex"
 	"memindex/consumer"
@@ -20,7 +23,9 @@ import (
 // at least what the largest event needs (consumer.PullBufferBound); and
 // the payload all partitions' batches may hold together, a sixteenth of
 // the Go heap (a batch's heap is several times its payload once chunked
-// and embedded). No limit keeps the store's and the consumer's defaults.
+// and embedded). Beneath the limit the collector runs at LimitGCPercent
+// unless the environment sets GOGC. No limit keeps the store's, the
+// consumer's and the runtime's defaults.
 func (n *Node) applyMemoryLimit() error {
 	if n.cfg.MemoryLimit <= 0 {
 		return nil
@@ -33,7 +38,38 @@ func (n *Node) applyMemoryLimit() error {
 	n.inflightBytes = goLimit / 16
 	n.pullBufferBytes = consumer.PullBufferBound(int(min(consumer.DefaultPullBufferBytes, goLimit/16/int64(max(n.partitions, 1)))), n.cfg.Limits)
 	debug.SetMemoryLimit(goLimit)
+	if os.Getenv("GOGC") == "" { // the runtime reads an empty GOGC as unset too
+		debug.SetGCPercent(LimitGCPercent)
+	}
 	return nil
+}
+
+// LimitGCPercent is the collector's GOGC beneath a memory limit, unless the
+// environment sets GOGC: the Go heap's soft limit bounds the heap, so the
+// collector need not also run each time the heap doubles. A fresh worker's
+// heap grows from nothing as its indexes fill, and at Go's default of 100
+// it collected about twice as often while ingesting, which cost a tenth of
+// the ingest rate on two cores (BENCHMARKS.md, twenty-fourth session).
+const LimitGCPercent = 400
+
+// AutoMemoryLimit is --memory-limit's default, auto: half of the memory the
+// process may use, the machine's or its cgroup's limit when that is lower
+// (cgroup v1 and v2, read by automemlimit); 0, no bound, when neither can
+// be read.
+func AutoMemoryLimit() int64 {
+	return autoMemoryLimit(memlimit.FromSystem, memlimit.FromCgroup)
+}
+
+// autoMemoryLimit is half of the lower of what system and cgroup report;
+// a provider's error (memlimit.ErrNoLimit among them) leaves it out.
+func autoMemoryLimit(system, cgroup memlimit.Provider) int64 {
+	var total uint64
+	for _, p := range []memlimit.Provider{system, cgroup} {
+		if v, err := p(); err == nil && v > 0 && (total == 0 || v < total) {
+			total = v
+		}
+	}
+	return int64(min(total/2, math.MaxInt64))
 }
 
 // shardConfig is the store configuration of the worker's shards.
@@ -70,7 +106,21 @@ func (n *Node) memoryStatus(parts []memindex.PartitionStatus, pullBuffer int, in
 		ms.IndexBytes += p.KeywordIndexBytes + p.VectorIndexBytes
 	}
 	ms.RSSBytes = rssBytes()
+	ms.GCPercent = gcPercent()
 	return ms
+}
+
+// gcPercent is the collector's GOGC now (-1: off).
+func gcPercent() int64 {
+	sample := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	if p := sample[0].Value.Uint64(); p <= math.MaxInt64 {
+		return int64(p)
+	}
+	return -1
 }
 
 // rssBytes is the process's resident set from /proc (0 elsewhere).

@@ -2,11 +2,15 @@ package node
 
 import (
 	"context"
+	"errors"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
 
 	"memindex"
 	"memindex/client"
@@ -16,12 +20,16 @@ import (
 
 // TestMemoryLimitIsAppliedAndReported: a worker started with
 // --memory-limit gives its shards the page caches store.MemoryBudget
-// derives, sets the Go heap's soft limit, and reports both, with its
-// indexes' sizes, in status and metrics; a limit too small for its
+// derives, sets the Go heap's soft limit and the collector's GOGC beneath
+// it, and reports them, with its indexes' sizes, in status and metrics; a
+// GOGC of the environment is left alone; a limit too small for its
 // partitions is refused with the reason.
 func TestMemoryLimitIsAppliedAndReported(t *testing.T) {
 	prev := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	prevGC := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prevGC) })
+	t.Setenv("GOGC", "")
 	const partitions = 2
 	cfg := obsConfig(t.TempDir(), "", partitions)
 	const limit = 160 << 20
@@ -33,6 +41,9 @@ func TestMemoryLimitIsAppliedAndReported(t *testing.T) {
 	}
 	if got := debug.SetMemoryLimit(-1); got != goLimit {
 		t.Fatalf("Go memory limit %d, want %d", got, goLimit)
+	}
+	if got := gcPercent(); got != LimitGCPercent {
+		t.Fatalf("GOGC beneath the limit %d, want %d", got, LimitGCPercent)
 	}
 	if sc := n.shardConfig(64, "s"); sc.CacheKiB != kib || sc.MmapBytes != -1 {
 		t.Fatalf("shard config %+v, want %d KiB and no mapping", sc, kib)
@@ -51,8 +62,8 @@ func TestMemoryLimitIsAppliedAndReported(t *testing.T) {
 		return st.Total().Messages == 20 && st.Total().VectorsWaiting == 0
 	})
 	m := st.Memory
-	if m == nil || m.LimitBytes != limit || m.GoLimitBytes != goLimit || m.SQLiteCacheBytes != sqlite || m.HeapBytes <= 0 || m.RSSBytes <= 0 {
-		t.Fatalf("status memory %+v; want limit 160 MiB, Go limit %d, SQLite %d, heap and RSS read", m, goLimit, sqlite)
+	if m == nil || m.LimitBytes != limit || m.GoLimitBytes != goLimit || m.SQLiteCacheBytes != sqlite || m.HeapBytes <= 0 || m.RSSBytes <= 0 || m.GCPercent != LimitGCPercent {
+		t.Fatalf("status memory %+v; want limit 160 MiB, Go limit %d, SQLite %d, heap and RSS read, GOGC %d", m, goLimit, sqlite, LimitGCPercent)
 	}
 	// Each partition's pull buffer is its share of a sixteenth of the Go
 	// heap (3.75 MiB here, under the default 8), as its worker has it.
@@ -82,6 +93,7 @@ func TestMemoryLimitIsAppliedAndReported(t *testing.T) {
 		`memindex_sqlite_cache_bound_bytes`:                           float64(sqlite),
 		`memindex_pull_buffer_bound_bytes`:                            float64(m.PullBufferBytes),
 		`memindex_ingest_inflight_bound_bytes`:                        float64(m.InflightBytes),
+		`memindex_memory_gc_percent`:                                  LimitGCPercent,
 		`memindex_index_bytes{index="keyword",partition="` + l + `"}`: float64(ps.KeywordIndexBytes),
 	} {
 		got, ok := series[name]
@@ -105,9 +117,46 @@ func TestMemoryLimitIsAppliedAndReported(t *testing.T) {
 		t.Fatalf("pull buffer under 256 MiB for 16 partitions: %d, want %d", tn.pullBufferBytes, want)
 	}
 
+	// A GOGC the environment sets is the user's: the limit leaves it.
+	t.Setenv("GOGC", "150")
+	debug.SetGCPercent(150)
+	if err := (&Node{cfg: tight, partitions: 16}).applyMemoryLimit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := gcPercent(); got != 150 {
+		t.Fatalf("GOGC=150 in the environment, beneath a limit: GOGC %d, want 150 kept", got)
+	}
+
 	small := obsConfig(t.TempDir(), "", 64)
 	small.MemoryLimit = 100 << 20
 	if err := (&Node{cfg: small, partitions: 64}).applyMemoryLimit(); err == nil {
 		t.Fatal("a 100 MiB limit for 64 partitions was accepted")
+	}
+}
+
+// TestAutoMemoryLimit: auto is half of the lower of the machine's memory
+// and its cgroup's limit, whichever of them can be read; neither is no
+// bound.
+func TestAutoMemoryLimit(t *testing.T) {
+	fixed := func(v uint64) memlimit.Provider { return memlimit.Limit(v) }
+	none := func() (uint64, error) { return 0, memlimit.ErrNoLimit }
+	broken := func() (uint64, error) { return 0, errors.New("unreadable") }
+	for _, c := range []struct {
+		name           string
+		system, cgroup memlimit.Provider
+		want           int64
+	}{
+		{"a cgroup limit below the machine's memory", fixed(16 << 30), fixed(2 << 30), 1 << 30},
+		{"a cgroup limit above it", fixed(4 << 30), fixed(64 << 30), 2 << 30},
+		{"no cgroup limit", fixed(8 << 30), none, 4 << 30},
+		{"the machine's memory unreadable", broken, fixed(6 << 30), 3 << 30},
+		{"neither", broken, none, 0},
+	} {
+		if got := autoMemoryLimit(c.system, c.cgroup); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+	if got := AutoMemoryLimit(); got < 0 || (runtime.GOOS == "linux" && got == 0) {
+		t.Errorf("AutoMemoryLimit() = %d on %s, want half of the memory this machine has", got, runtime.GOOS)
 	}
 }

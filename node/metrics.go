@@ -187,10 +187,10 @@ func isBusy(err error) bool {
 type statusCollector struct {
 	n *Node
 
-	pending, ackPending, applied, waiting, wal, checkpoints, dlq *prometheus.Desc
-	cacheHits, cacheMisses, breaker                              *prometheus.Desc
-	memLimit, memHeap, memRSS, memSQLite, memPull, memInflight   *prometheus.Desc
-	indexes                                                      *prometheus.Desc
+	pending, ackPending, applied, waiting, wal, checkpoints, dlq      *prometheus.Desc
+	cacheHits, cacheMisses, breaker                                   *prometheus.Desc
+	memLimit, memHeap, memRSS, memSQLite, memPull, memInflight, memGC *prometheus.Desc
+	indexes                                                           *prometheus.Desc
 }
 
 func newStatusCollector(n *Node) *statusCollector {
@@ -209,6 +209,7 @@ func newStatusCollector(n *Node) *statusCollector {
 			"Texts the embedding cache did not hold (embedded by the provider).", nil, nil),
 		memLimit:    prometheus.NewDesc("memindex_memory_limit_bytes", "The worker's --memory-limit (0: none).", nil, nil),
 		memHeap:     prometheus.NewDesc("memindex_memory_heap_bytes", "Go heap in use (live and not yet collected objects).", nil, nil),
+		memGC:       prometheus.NewDesc("memindex_memory_gc_percent", "The collector's GOGC (400 beneath a --memory-limit unless GOGC is set; -1: off).", nil, nil),
 		memRSS:      prometheus.NewDesc("memindex_memory_rss_bytes", "Resident memory of the worker process.", nil, nil),
 		memSQLite:   prometheus.NewDesc("memindex_sqlite_cache_bound_bytes", "Most the SQLite page caches of the worker's shards may hold together.", nil, nil),
 		memPull:     prometheus.NewDesc("memindex_pull_buffer_bound_bytes", "Most the pull buffers of the worker's partitions may hold together (events received ahead of the batch being collected).", nil, nil),
@@ -220,7 +221,7 @@ func newStatusCollector(n *Node) *statusCollector {
 
 // Describe sends the descriptions of the status gauges.
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.pending, c.ackPending, c.applied, c.waiting, c.wal, c.checkpoints, c.dlq, c.cacheHits, c.cacheMisses, c.breaker, c.memLimit, c.memHeap, c.memRSS, c.memSQLite, c.memPull, c.memInflight, c.indexes} {
+	for _, d := range []*prometheus.Desc{c.pending, c.ackPending, c.applied, c.waiting, c.wal, c.checkpoints, c.dlq, c.cacheHits, c.cacheMisses, c.breaker, c.memLimit, c.memHeap, c.memRSS, c.memSQLite, c.memPull, c.memInflight, c.memGC, c.indexes} {
 		ch <- d
 	}
 }
@@ -263,6 +264,7 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.memSQLite, float64(m.SQLiteCacheBytes))
 		gauge(c.memPull, float64(m.PullBufferBytes))
 		gauge(c.memInflight, float64(m.InflightBytes))
+		gauge(c.memGC, float64(m.GCPercent))
 	}
 	ch <- prometheus.MustNewConstMetric(c.cacheHits, prometheus.CounterValue, float64(st.Embedder.CacheHits))
 	ch <- prometheus.MustNewConstMetric(c.cacheMisses, prometheus.CounterValue, float64(st.Embedder.CacheMisses))

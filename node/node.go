@@ -196,7 +196,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 	}
 	n.started.Store(true)
 	log.Info("memindex worker ready", "worker", c.Worker, "partitions", n.partitions,
-		"embedder", info.Provider, "model", info.Model, "dims", info.Dims, "data", c.Data)
+		"embedder", info.Provider, "model", info.Model, "dims", info.Dims, "data", c.Data,
+		"memoryLimit", c.MemoryLimit, "gcPercent", gcPercent())
 	return n, nil
 }
 

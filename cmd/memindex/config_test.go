@@ -192,7 +192,7 @@ func TestServeFlagEnvNames(t *testing.T) {
 			v = "0.5"
 		case "a duration such as 500ms, 30s or 5m":
 			v = "7s"
-		case "a size such as 512MiB or 2GiB":
+		case "a size such as 512MiB or 2GiB", "auto or a size such as 512MiB or 2GiB":
 			v = "7"
 		}
 		t.Setenv(names[0], v)

@@ -126,10 +126,30 @@ func TestServeFlagDefaultsAreNodeDefaults(t *testing.T) {
 	}
 	// A zero on the command line stays zero.
 	s = newServeFlags()
-	if err := s.fs.Parse([]string{"--chunk-context", "0", "--cache-max-bytes", "0", "--snapshot-interval", "0"}); err != nil {
+	if err := s.fs.Parse([]string{"--chunk-context", "0", "--cache-max-bytes", "0", "--snapshot-interval", "0", "--memory-limit", "0"}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err = s.config(); err != nil || got.ChunkContext != 0 || got.CacheMaxBytes != 0 || got.SnapshotInterval != 0 {
-		t.Fatalf("--chunk-context 0 --cache-max-bytes 0 --snapshot-interval 0: %+v, %v; want the zeros kept", got, err)
+	if got, err = s.config(); err != nil || got.ChunkContext != 0 || got.CacheMaxBytes != 0 || got.SnapshotInterval != 0 || got.MemoryLimit != 0 {
+		t.Fatalf("--chunk-context 0 --cache-max-bytes 0 --snapshot-interval 0 --memory-limit 0: %+v, %v; want the zeros kept", got, err)
+	}
+	// The memory limit's default is auto: half of the machine's memory
+	// (or its cgroup's limit), as an explicit auto and the environment's.
+	if want.MemoryLimit != node.AutoMemoryLimit() {
+		t.Fatalf("node.DefaultConfig's memory limit %d, want AutoMemoryLimit %d", want.MemoryLimit, node.AutoMemoryLimit())
+	}
+	t.Setenv("MEMINDEX_MEMORY_LIMIT", "Auto")
+	s = newServeFlags()
+	if err := s.fs.Parse([]string{"--memory-limit", "3GiB"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = s.config(); err != nil || got.MemoryLimit != 3<<30 {
+		t.Fatalf("--memory-limit 3GiB over MEMINDEX_MEMORY_LIMIT=Auto: %d, %v; want 3 GiB", got.MemoryLimit, err)
+	}
+	s = newServeFlags()
+	if err := s.fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = s.config(); err != nil || got.MemoryLimit != node.AutoMemoryLimit() {
+		t.Fatalf("MEMINDEX_MEMORY_LIMIT=Auto: %d, %v; want %d", got.MemoryLimit, err, node.AutoMemoryLimit())
 	}
 }

@@ -237,7 +237,7 @@ func memoryLine(m *memindex.MemoryStatus) string {
 	mib := func(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
 	var b strings.Builder
 	if m.LimitBytes > 0 {
-		fmt.Fprintf(&b, "memory: RSS %s of a %s limit; Go heap %s in use (soft limit %s)", mib(m.RSSBytes), mib(m.LimitBytes), mib(m.HeapBytes), mib(m.GoLimitBytes))
+		fmt.Fprintf(&b, "memory: RSS %s of a %s limit; Go heap %s in use (soft limit %s, GOGC %d)", mib(m.RSSBytes), mib(m.LimitBytes), mib(m.HeapBytes), mib(m.GoLimitBytes), m.GCPercent)
 	} else {
 		fmt.Fprintf(&b, "memory: RSS %s, no --memory-limit; Go heap %s in use", mib(m.RSSBytes), mib(m.HeapBytes))
 	}

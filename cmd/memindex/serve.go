@@ -23,7 +23,7 @@ type serveFlags struct {
 	cfg       node.Config
 	conn      connFlags
 	provider  providerFlags
-	memLimit  cliconfig.Size
+	memLimit  cliconfig.AutoSize
 	limits    limitFlags // limits.go
 	sqliteVec bool
 	logLevel  string
@@ -58,13 +58,13 @@ func newServeFlags() *serveFlags {
 	fs.Float64Var(&c.RRFKeywordWeight, "rrf-keyword-weight", d.RRFKeywordWeight, "weight of the keyword leg in RRF fusion")
 	fs.Float64Var(&c.RRFK, "rrf-k", d.RRFK, "the k of RRF, score = Σ weight/(k + rank); 0: 10 with the built-in embedder (trust the keyword leg's top ranks), 60 with a provider's model")
 	registerStackFlags(fs, c, d)
-	s.memLimit = cliconfig.Size(d.MemoryLimit)
+	s.memLimit = cliconfig.AutoSize{Auto: true}
 	if v := os.Getenv("MEMINDEX_MEMORY_LIMIT"); v != "" {
 		if err := s.memLimit.Set(v); err != nil {
 			s.envErrs = append(s.envErrs, fmt.Errorf("MEMINDEX_MEMORY_LIMIT: %w", err))
 		}
 	}
-	fs.Var(&s.memLimit, "memory-limit", "bound of the worker's memory, a `size` such as 2GiB: a quarter goes to the SQLite page caches of the partitions it may hold (no file mapping), the rest is the Go heap's soft limit, which holds the keyword and vector indexes; status reports the split and what is used; 0: no bound (SQLite defaults: 32,000 KiB a connection, 256 MiB mapped) (MEMINDEX_MEMORY_LIMIT)")
+	fs.Var(&s.memLimit, "memory-limit", "bound of the worker's memory, a `size` such as 2GiB: a quarter goes to the SQLite page caches of the partitions it may hold (no file mapping), the rest is the Go heap's soft limit, which holds the keyword and vector indexes, and beneath which the collector runs at GOGC 400 unless GOGC is set; status reports the split and what is used; auto: half of the machine's memory, or of its cgroup's limit when lower; 0: no bound (SQLite defaults: 32,000 KiB a connection, 256 MiB mapped; GOGC 100) (MEMINDEX_MEMORY_LIMIT)")
 	fs.StringVar(&c.Worker, "worker", env("MEMINDEX_WORKER", host), "this worker's name in status (MEMINDEX_WORKER)")
 	fs.StringVar(&s.logLevel, "log-level", env("MEMINDEX_LOG_LEVEL", "info"), "debug, info, warn or error (MEMINDEX_LOG_LEVEL)")
 	fs.StringVar(&s.logFormat, "log-format", env("MEMINDEX_LOG_FORMAT", "text"), "text or json (MEMINDEX_LOG_FORMAT)")
@@ -116,7 +116,7 @@ func (s *serveFlags) config() (node.Config, error) {
 	c := s.cfg
 	c.NATS = s.conn.Config
 	c.Embedder = s.provider.config()
-	c.MemoryLimit = int64(s.memLimit)
+	c.MemoryLimit = s.memLimit.Bytes(node.AutoMemoryLimit)
 	c.Limits, c.RatePerNamespace = s.limits.limits, s.limits.rate
 	c.SQLiteVec = s.sqliteVec
 	c.HTTPRequired = cliconfig.IsSet(s.fs, "http")

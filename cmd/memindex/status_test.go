@@ -52,6 +52,9 @@ func TestStatusShowsTheCluster(t *testing.T) {
 func TestStatusShowsMemory(t *testing.T) {
 	prev := debug.SetMemoryLimit(-1) // the worker sets the process's Go limit
 	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	prevGC := debug.SetGCPercent(100) // and its collector's GOGC
+	t.Cleanup(func() { debug.SetGCPercent(prevGC) })
+	t.Setenv("GOGC", "")
 	c := testServeConfig(t.TempDir())
 	c.MemoryLimit = 512 << 20
 	n, _ := runTestNode(t, c, nil)
@@ -63,7 +66,7 @@ func TestStatusShowsMemory(t *testing.T) {
 		return err == nil
 	})
 	t.Log(out)
-	for _, want := range []string{"memory: RSS ", " of a 512 MiB limit; Go heap ", "SQLite caches up to ", "pull buffers up to ", "batches up to "} {
+	for _, want := range []string{"memory: RSS ", " of a 512 MiB limit; Go heap ", ", GOGC 400)", "SQLite caches up to ", "pull buffers up to ", "batches up to "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status output lacks %q:\n%s", want, out)
 		}

@@ -145,6 +145,9 @@ func FlagType(f *flag.Flag) string {
 	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
 		return "true or false"
 	}
+	if _, ok := f.Value.(*AutoSize); ok {
+		return "auto or a size such as 512MiB or 2GiB"
+	}
 	name, _ := flag.UnquoteUsage(f)
 	switch name {
 	case "int", "int64", "uint", "uint64":

@@ -32,6 +32,48 @@ func (b *Size) Set(s string) error {
 	return nil
 }
 
+// AutoSize is a Size flag that also takes "auto" (any case): a size the
+// program works out when it reads the flag (Bytes).
+type AutoSize struct {
+	Auto bool
+	Size Size
+}
+
+var _ flag.Value = (*AutoSize)(nil)
+
+// String returns "auto" or the size in bytes.
+func (a *AutoSize) String() string {
+	if a != nil && a.Auto {
+		return "auto"
+	}
+	if a == nil {
+		return "0"
+	}
+	return a.Size.String()
+}
+
+// Set takes "auto" or a size (ParseSize).
+func (a *AutoSize) Set(s string) error {
+	if strings.EqualFold(strings.TrimSpace(s), "auto") {
+		*a = AutoSize{Auto: true}
+		return nil
+	}
+	var v Size
+	if err := v.Set(s); err != nil {
+		return fmt.Errorf("%w (or auto)", err)
+	}
+	*a = AutoSize{Size: v}
+	return nil
+}
+
+// Bytes returns the size, or what auto returns when it is auto.
+func (a AutoSize) Bytes(auto func() int64) int64 {
+	if a.Auto {
+		return auto()
+	}
+	return int64(a.Size)
+}
+
 // ParseSize returns the bytes of s, a whole number with an optional unit
 // (KiB, MiB, GiB, KB, MB, GB, B), spaces allowed before the unit; a
 // negative, fractional or overflowing size is an error.
