@@ -46,11 +46,14 @@ func (n *Node) applyMemoryLimit() error {
 
 // LimitGCPercent is the collector's GOGC beneath a memory limit, unless the
 // environment sets GOGC: the Go heap's soft limit bounds the heap, so the
-// collector need not also run each time the heap doubles. A fresh worker's
-// heap grows from nothing as its indexes fill, and at Go's default of 100
-// it collected about twice as often while ingesting, which cost a tenth of
-// the ingest rate on two cores (BENCHMARKS.md, twenty-fourth session).
-const LimitGCPercent = 400
+// collector need not also run each time the heap doubles. A fresh worker
+// ingesting, as users run it, spent less CPU a message at 200 than at Go's
+// 100 (3 to 8 % more messages a second on two cores). Not more: at 400 it
+// gained more there, but a worker that grew its heap in a process already
+// holding a large one lost up to half its rate to page faults, every
+// collection's larger heap goal being fresh memory (BENCHMARKS.md,
+// twenty-fourth session).
+const LimitGCPercent = 200
 
 // AutoMemoryLimit is --memory-limit's default, auto: half of the memory the
 // process may use, the machine's or its cgroup's limit when that is lower

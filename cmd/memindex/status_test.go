@@ -66,7 +66,7 @@ func TestStatusShowsMemory(t *testing.T) {
 		return err == nil
 	})
 	t.Log(out)
-	for _, want := range []string{"memory: RSS ", " of a 512 MiB limit; Go heap ", ", GOGC 400)", "SQLite caches up to ", "pull buffers up to ", "batches up to "} {
+	for _, want := range []string{"memory: RSS ", " of a 512 MiB limit; Go heap ", ", GOGC 200)", "SQLite caches up to ", "pull buffers up to ", "batches up to "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status output lacks %q:\n%s", want, out)
 		}
