@@ -34,6 +34,10 @@
 #                namespaces: the second is a worker already holding the first
 #   -j           print one JSON object a load instead (and one with the peak
 #                RSS at the end)
+#
+# serve runs with its defaults but what the environment sets: e.g.
+# MEMINDEX_MEMORY_LIMIT=0 (no bound) or GOGC=100 (BENCHMARKS.md, twenty-fourth
+# session, compares both with the defaults this way).
 set -euo pipefail
 
 bin=bin/memindex port=14299 messages=100000 cases=many-batched twice=0 json=0
