@@ -14,9 +14,9 @@
 //     namespace's event subject through JetStream, with the Nats-Msg-Id
 //     header `memindex publish` sets (MsgID), so publishing it again
 //     stores nothing. PublishLines (lines.go): a JSONL stream of events,
-//     optionally with consecutive valid message lines of a session sent
-//     as one messages event; Grouper (group.go) makes those events, for
-//     the importer too.
+//     optionally with valid message lines of a session sent as one
+//     messages event, other sessions' lines between them or not; Grouper
+//     (group.go) makes those events, for the importer too.
 //   - Errors (errors.go): RemoteError, an error reply with its wire code,
 //     message and Retry-After, unwrapping to the root package's sentinels
 //     (memindex.ErrInvalid, ErrNotOwned, ErrTooLarge, ErrOverloaded,

@@ -22,3 +22,6 @@ func FallbackOpened(m Manager) bool {
 
 // NewFakeClock is the tests' injected clock (helpers_test.go).
 func NewFakeClock() *clocktest.Clock { return newFakeClock() }
+
+// GroupWindow is the most messages a Grouper's open runs hold.
+const GroupWindow = groupWindow

@@ -259,8 +259,9 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 			settle()
 		}
 	}
-	// With EventMessages, valid message lines are grouped (Grouper); a
-	// line that cannot join goes out after the group before it. A group of
+	// With EventMessages, valid message lines are grouped (Grouper), runs
+	// of several sessions open at once; a line that cannot join goes out
+	// after every open run. A group of
 	// one line goes out as that line's own message, as without grouping
 	// (its bytes are the ones groupable checked), with the Nats-Msg-Id
 	// EventMsg would give it: re-encoding it cost a third of the
@@ -407,5 +408,5 @@ func grouped(n int) string {
 	if n <= 1 {
 		return ""
 	}
-	return fmt.Sprintf(" (a messages event of %d lines, from this one on)", n)
+	return fmt.Sprintf(" (a messages event of %d lines of its session, this the first; other sessions' lines may come between them)", n)
 }

@@ -23,7 +23,7 @@
 //     sessions, messages, skipped records by reason, bad lines, what the
 //     stream acknowledged, in messages). Run streams them through one
 //     client.PublishLines (parsing on a goroutine it owns), which groups
-//     consecutive messages of a session into messages events
+//     messages of a session (interleaved with others' or not) into messages events
 //     (Config.EventMessages, client.Grouper; DryRun prints the same). The groups depend only on
 //     the input, so every event carries the same Nats-Msg-Id on every run
 //     (a lone message "<namespace>/<sessionKey>/<sessionId>/<seq>", a

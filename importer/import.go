@@ -61,7 +61,8 @@ type Config struct {
 	ToolResults bool
 
 	// EventMessages is the most messages Run and DryRun put in one event:
-	// consecutive messages of one session go out as one messages event
+	// messages of one session go out as one messages event, other
+	// sessions' between them or not
 	// (client.Grouper), which the stream and the workers take in for about the cost
 	// of one message. 0: DefaultEventMessages; 1: one message event a
 	// message.

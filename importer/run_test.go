@@ -110,17 +110,18 @@ func TestRunGroupsASessionsMessages(t *testing.T) {
 	}
 }
 
-// TestDryRunGroups: a run of messages goes out as one event while its
-// session stays the same, its seqs rise, and it is within EventMessages
-// and 128 KiB of text; a run of one is a plain message event.
+// TestDryRunGroups: a session's run of messages goes out as one event while
+// its seqs rise and it is within EventMessages and 128 KiB of text, with
+// other sessions' messages between them (client.Grouper keeps a run a
+// session open); a run of one is a plain message event.
 func TestDryRunGroups(t *testing.T) {
 	lines := []string{
 		`{"sessionKey":"a","sessionId":"s","seq":1,"text":"a1"}`,
 		`{"sessionKey":"a","sessionId":"s","seq":2,"text":"a2"}`,
 		`{"sessionKey":"a","sessionId":"s","seq":3,"text":"a3"}`,
 		`{"sessionKey":"a","sessionId":"s","seq":4,"text":"a4"}`, // a run of 4 is cut at 3
-		`{"sessionKey":"b","sessionId":"s","seq":1,"text":"b1"}`, // another session
-		`{"sessionKey":"a","sessionId":"s","seq":5,"text":"a5"}`,
+		`{"sessionKey":"b","sessionId":"s","seq":1,"text":"b1"}`, // another session, open beside a's
+		`{"sessionKey":"a","sessionId":"s","seq":5,"text":"a5"}`, // joins a4 across b1
 		`{"sessionKey":"a","sessionId":"t","seq":1,"text":"t1"}`, // another sessionId
 		`{"sessionKey":"a","sessionId":"t","seq":2,"text":"t2"}`,
 		`{"sessionKey":"c","sessionId":"s","seq":5,"text":"c5"}`,
@@ -154,8 +155,10 @@ func TestDryRunGroups(t *testing.T) {
 		}
 		got = append(got, desc)
 	}
-	want := []string{"messages a/s 1 2 3", "message a/s 4", "message b/s 1", "message a/s 5", "messages a/t 1 2",
-		"message c/s 5", "message c/s 3", "messages d/s 1 2", "message d/s 3"}
+	// Sent as they end: a full run, c5 when c3 does not follow it, d1 d2 at
+	// 128 KiB; then the open runs, in the order they were opened.
+	want := []string{"messages a/s 1 2 3", "message c/s 5", "messages d/s 1 2",
+		"messages a/s 4 5", "message b/s 1", "messages a/t 1 2", "message c/s 3", "message d/s 3"}
 	if strings.Join(got, "; ") != strings.Join(want, "; ") {
 		t.Fatalf("DryRun events = %q, want %q", got, want)
 	}

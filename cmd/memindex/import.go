@@ -26,7 +26,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	dryRun := fs.Bool("dry-run", false, "parse and validate only: print the events that would be sent (JSONL, on stdout) and the summary (on stderr); connect to nothing")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	maxPending := fs.Int("max-pending", 4096, "unacknowledged publishes in flight")
-	eventMessages := fs.Int("event-messages", importer.DefaultEventMessages, fmt.Sprintf("most messages in one event: consecutive messages of a session go out as one messages event (1 to %d; 1: one event a message)", memindex.MaxEventMessages))
+	eventMessages := fs.Int("event-messages", importer.DefaultEventMessages, fmt.Sprintf("most messages in one event: messages of a session go out as one messages event, other sessions' between them or not (1 to %d; 1: one event a message)", memindex.MaxEventMessages))
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err

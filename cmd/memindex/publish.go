@@ -29,7 +29,7 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	raw := fs.Bool("raw", false, "publish each line as it is, without adding type or namespace or checking it")
 	asJSON := fs.Bool("json", false, "print the summary as JSON (with --watch: one JSON line per event sent, then the synced and stopped summaries)")
 	maxPending := fs.Int("max-pending", 4096, "unacknowledged publishes in flight")
-	eventMessages := fs.Int("event-messages", client.DefaultGroupMessages, fmt.Sprintf("most message lines in one event: consecutive valid message lines of a session (without eventId) go out as one messages event (1 to %d; 1: one event a line; not with --raw)", memindex.MaxEventMessages))
+	eventMessages := fs.Int("event-messages", client.DefaultGroupMessages, fmt.Sprintf("most message lines in one event: valid message lines of a session (without eventId) go out as one messages event, other sessions' lines between them or not (1 to %d; 1: one event a line; not with --raw)", memindex.MaxEventMessages))
 	filesDir := fs.String("files", "", "publish the .md files under this directory as memory files (file.upserted), instead of a JSONL file")
 	dirPath := fs.String("dir-path", "", "with --files: the project the files belong to (\"\": global)")
 	var excludes []string
