@@ -74,8 +74,8 @@ func NewGrouper[T any](max int, emit func(ev memindex.Event, first T, n int) err
 
 // Add takes the next message event e (valid, of type message), tagged t;
 // it sends what e ends: its session's run when e cannot join it, e's run
-// when e fills it, the oldest runs when the open ones hold too much. The
-// error is the first emit's.
+// when e fills it, the oldest runs when the open ones hold too much; it
+// returns those emits' errors, joined (e is taken all the same).
 func (g *Grouper[T]) Add(e memindex.Event, t T) error {
 	size := len(e.Text) + len(e.ImageCaption) + len(e.ID) + len(e.Speaker)
 	k := groupSession{e.Namespace, e.SessionKey, e.SessionID}

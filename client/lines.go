@@ -116,8 +116,9 @@ type LinesConfig struct {
 	// MaxPendingBytes bounds the payload of the publishes in flight (0:
 	// DefaultMaxPendingBytes). nats-server queues a stream's incoming
 	// publishes up to 128 MiB and refuses more with 429 "too many
-	// requests"; a refused publish is sent again after a pause, up to
-	// publishRetries times, with the same Nats-Msg-Id.
+	// requests"; a refused publish is sent again after a pause, with the
+	// same Nats-Msg-Id, until publishRetries rounds in a row take none of
+	// the refused.
 	MaxPendingBytes int
 	// Inject, when set, sees each message before it is sent (trace
 	// context headers).
@@ -142,8 +143,12 @@ type LinesConfig struct {
 // DefaultMaxPendingBytes is LinesConfig.MaxPendingBytes when none is given.
 const DefaultMaxPendingBytes = 16 << 20
 
-// publishRetries is how often a publish the server refused for its load
-// (429) is sent again, after pauses of 50 ms doubling to 2 s.
+// publishRetries is how many rounds in a row in which the server took
+// none of them a publisher's refused publishes (429, the stream's load)
+// are sent again, after pauses of 50 ms doubling to 2 s; a round in
+// which it took some starts the count and the pauses over. Counting
+// every round instead gave up on a stream that was taking them, only
+// slowly (a loaded machine: 40 events of 60 KiB into a 100 KiB queue).
 const publishRetries = 8
 
 // tooManyRequests reports a publish refused for the stream's load.
@@ -204,11 +209,17 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 	}
 	settle := func() {
 		pending := futures
-		for attempt := 0; len(pending) > 0; attempt++ {
-			var again []sent
+		type refusal struct {
+			s   sent
+			err error
+		}
+		for stalled := 0; len(pending) > 0; {
+			var refused []refusal
+			took := false
 			for _, s := range pending {
 				select {
 				case ack := <-s.f.Ok():
+					took = true
 					if ack.Duplicate {
 						res.Duplicates += int64(s.n)
 					} else {
@@ -216,8 +227,8 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 					}
 					res.LastSeq = max(res.LastSeq, ack.Sequence)
 				case err := <-s.f.Err():
-					if tooManyRequests(err) && attempt < publishRetries && ctx.Err() == nil {
-						again = append(again, s)
+					if tooManyRequests(err) {
+						refused = append(refused, refusal{s, err})
 						continue
 					}
 					res.Failed += int64(s.n)
@@ -225,11 +236,27 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 				}
 			}
 			pending = nil
-			if len(again) == 0 {
+			if took {
+				stalled = 0
+			} else if len(refused) > 0 {
+				stalled++
+			}
+			if len(refused) > 0 && (stalled > publishRetries || ctx.Err() != nil) {
+				for _, r := range refused {
+					res.Failed += int64(r.s.n)
+					problem(r.s.line, fmt.Errorf("publish to %s failed: %w%s", r.s.f.Msg().Subject, r.err, grouped(r.s.n)))
+				}
+				refused = nil
+			}
+			if len(refused) == 0 {
 				break
 			}
+			again := make([]sent, len(refused))
+			for i, r := range refused {
+				again[i] = r.s
+			}
 			select { // the stream is busy: let it drain
-			case <-time.After(min(50*time.Millisecond<<attempt, 2*time.Second)):
+			case <-time.After(min(50*time.Millisecond<<max(stalled-1, 0), 2*time.Second)):
 			case <-ctx.Done():
 			}
 			for _, s := range again { // the same message, so the same Nats-Msg-Id

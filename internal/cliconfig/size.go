@@ -43,11 +43,11 @@ var _ flag.Value = (*AutoSize)(nil)
 
 // String returns "auto" or the size in bytes.
 func (a *AutoSize) String() string {
-	if a != nil && a.Auto {
-		return "auto"
-	}
-	if a == nil {
+	switch {
+	case a == nil:
 		return "0"
+	case a.Auto:
+		return "auto"
 	}
 	return a.Size.String()
 }
