@@ -46,8 +46,7 @@ type StatusResponse struct {
 // (at most InflightBytes together; 0: no bound). HeapBytes is the Go
 // heap in use, of which the shards' keyword and vector indexes
 // (IndexBytes, estimated); RSSBytes the process's resident memory (0 where
-// it cannot be read); GCPercent the collector's GOGC (node.LimitGCPercent
-// beneath a limit unless GOGC is set; -1: off).
+// it cannot be read); GCPercent the collector's GOGC (-1: off).
 type MemoryStatus struct {
 	LimitBytes       int64 `json:"limitBytes"`
 	GoLimitBytes     int64 `json:"goLimitBytes"`

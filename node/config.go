@@ -65,8 +65,7 @@ type Config struct {
 	// unbounded.
 	CacheMaxBytes int64
 	// MemoryLimit bounds the worker's memory in bytes (--memory-limit): a
-	// quarter to the SQLite page caches, the rest the Go heap's soft limit,
-	// beneath which the collector runs at LimitGCPercent unless GOGC is set;
+	// quarter to the SQLite page caches, the rest the Go heap's soft limit;
 	// 0: no bound. serve's default is AutoMemoryLimit.
 	MemoryLimit int64
 

@@ -23,9 +23,12 @@ import (
 // at least what the largest event needs (consumer.PullBufferBound); and
 // the payload all partitions' batches may hold together, a sixteenth of
 // the Go heap (a batch's heap is several times its payload once chunked
-// and embedded). Beneath the limit the collector runs at LimitGCPercent
-// unless the environment sets GOGC. No limit keeps the store's, the
-// consumer's and the runtime's defaults.
+// and embedded). The collector's GOGC stays the runtime's (Go's 100, or
+// the environment's GOGC): 200 and 400 beneath the limit made a fresh
+// worker ingest faster but one already holding a large heap slower, each
+// larger heap goal being fresh memory to fault in (BENCHMARKS.md,
+// twenty-fourth session). No limit keeps the store's and the consumer's
+// defaults.
 func (n *Node) applyMemoryLimit() error {
 	if n.cfg.MemoryLimit <= 0 {
 		return nil
@@ -38,22 +41,8 @@ func (n *Node) applyMemoryLimit() error {
 	n.inflightBytes = goLimit / 16
 	n.pullBufferBytes = consumer.PullBufferBound(int(min(consumer.DefaultPullBufferBytes, goLimit/16/int64(max(n.partitions, 1)))), n.cfg.Limits)
 	debug.SetMemoryLimit(goLimit)
-	if os.Getenv("GOGC") == "" { // the runtime reads an empty GOGC as unset too
-		debug.SetGCPercent(LimitGCPercent)
-	}
 	return nil
 }
-
-// LimitGCPercent is the collector's GOGC beneath a memory limit, unless the
-// environment sets GOGC: the Go heap's soft limit bounds the heap, so the
-// collector need not also run each time the heap doubles. A fresh worker
-// ingesting, as users run it, spent less CPU a message at 200 than at Go's
-// 100 (3 to 8 % more messages a second on two cores). Not more: at 400 it
-// gained more there, but a worker that grew its heap in a process already
-// holding a large one lost up to half its rate to page faults, every
-// collection's larger heap goal being fresh memory (BENCHMARKS.md,
-// twenty-fourth session).
-const LimitGCPercent = 200
 
 // AutoMemoryLimit is --memory-limit's default, auto: half of the memory the
 // process may use, the machine's or its cgroup's limit when that is lower

@@ -209,7 +209,7 @@ func newStatusCollector(n *Node) *statusCollector {
 			"Texts the embedding cache did not hold (embedded by the provider).", nil, nil),
 		memLimit:    prometheus.NewDesc("memindex_memory_limit_bytes", "The worker's --memory-limit (0: none).", nil, nil),
 		memHeap:     prometheus.NewDesc("memindex_memory_heap_bytes", "Go heap in use (live and not yet collected objects).", nil, nil),
-		memGC:       prometheus.NewDesc("memindex_memory_gc_percent", "The collector's GOGC (200 beneath a --memory-limit unless GOGC is set; -1: off).", nil, nil),
+		memGC:       prometheus.NewDesc("memindex_memory_gc_percent", "The collector's GOGC (-1: off).", nil, nil),
 		memRSS:      prometheus.NewDesc("memindex_memory_rss_bytes", "Resident memory of the worker process.", nil, nil),
 		memSQLite:   prometheus.NewDesc("memindex_sqlite_cache_bound_bytes", "Most the SQLite page caches of the worker's shards may hold together.", nil, nil),
 		memPull:     prometheus.NewDesc("memindex_pull_buffer_bound_bytes", "Most the pull buffers of the worker's partitions may hold together (events received ahead of the batch being collected).", nil, nil),

@@ -64,7 +64,7 @@ func newServeFlags() *serveFlags {
 			s.envErrs = append(s.envErrs, fmt.Errorf("MEMINDEX_MEMORY_LIMIT: %w", err))
 		}
 	}
-	fs.Var(&s.memLimit, "memory-limit", "bound of the worker's memory, a `size` such as 2GiB: a quarter goes to the SQLite page caches of the partitions it may hold (no file mapping), the rest is the Go heap's soft limit, which holds the keyword and vector indexes, and beneath which the collector runs at GOGC 200 unless GOGC is set; status reports the split and what is used; auto: half of the machine's memory, or of its cgroup's limit when lower; 0: no bound (SQLite defaults: 32,000 KiB a connection, 256 MiB mapped; GOGC 100) (MEMINDEX_MEMORY_LIMIT)")
+	fs.Var(&s.memLimit, "memory-limit", "bound of the worker's memory, a `size` such as 2GiB: a quarter goes to the SQLite page caches of the partitions it may hold (no file mapping), the rest is the Go heap's soft limit, which holds the keyword and vector indexes; status reports the split and what is used; auto: half of the machine's memory, or of its cgroup's limit when lower; 0: no bound (SQLite defaults: 32,000 KiB a connection, 256 MiB mapped) (MEMINDEX_MEMORY_LIMIT)")
 	fs.StringVar(&c.Worker, "worker", env("MEMINDEX_WORKER", host), "this worker's name in status (MEMINDEX_WORKER)")
 	fs.StringVar(&s.logLevel, "log-level", env("MEMINDEX_LOG_LEVEL", "info"), "debug, info, warn or error (MEMINDEX_LOG_LEVEL)")
 	fs.StringVar(&s.logFormat, "log-format", env("MEMINDEX_LOG_FORMAT", "text"), "text or json (MEMINDEX_LOG_FORMAT)")
