@@ -207,6 +207,10 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 		}
 		return sent{line, n, f}, true
 	}
+	failed := func(s sent, err error) {
+		res.Failed += int64(s.n)
+		problem(s.line, fmt.Errorf("publish to %s failed: %w%s", s.f.Msg().Subject, err, grouped(s.n)))
+	}
 	settle := func() {
 		pending := futures
 		type refusal struct {
@@ -231,37 +235,31 @@ func PublishLines(ctx context.Context, nc *nats.Conn, r io.Reader, cfg LinesConf
 						refused = append(refused, refusal{s, err})
 						continue
 					}
-					res.Failed += int64(s.n)
-					problem(s.line, fmt.Errorf("publish to %s failed: %w%s", s.f.Msg().Subject, err, grouped(s.n)))
+					failed(s, err)
 				}
 			}
 			pending = nil
-			if took {
-				stalled = 0
-			} else if len(refused) > 0 {
-				stalled++
-			}
-			if len(refused) > 0 && (stalled > publishRetries || ctx.Err() != nil) {
-				for _, r := range refused {
-					res.Failed += int64(r.s.n)
-					problem(r.s.line, fmt.Errorf("publish to %s failed: %w%s", r.s.f.Msg().Subject, r.err, grouped(r.s.n)))
-				}
-				refused = nil
-			}
 			if len(refused) == 0 {
 				break
 			}
-			again := make([]sent, len(refused))
-			for i, r := range refused {
-				again[i] = r.s
+			if took {
+				stalled = 0
+			} else {
+				stalled++
+			}
+			if stalled > publishRetries || ctx.Err() != nil {
+				for _, r := range refused {
+					failed(r.s, r.err)
+				}
+				break
 			}
 			select { // the stream is busy: let it drain
 			case <-time.After(min(50*time.Millisecond<<max(stalled-1, 0), 2*time.Second)):
 			case <-ctx.Done():
 			}
-			for _, s := range again { // the same message, so the same Nats-Msg-Id
-				if r, ok := publish(s.f.Msg(), s.line, s.n); ok {
-					pending = append(pending, r)
+			for _, r := range refused { // the same message, so the same Nats-Msg-Id
+				if s, ok := publish(r.s.f.Msg(), r.s.line, r.s.n); ok {
+					pending = append(pending, s)
 				}
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 
@@ -48,9 +49,11 @@ func (n *Node) applyMemoryLimit() error {
 // process may use, the machine's or its cgroup's limit when that is lower
 // (cgroup v1 and v2, read by automemlimit); 0, no bound, when neither can
 // be read.
-func AutoMemoryLimit() int64 {
+// It reads the machine once a process: node.DefaultConfig asks for it at
+// every call.
+var AutoMemoryLimit = sync.OnceValue(func() int64 {
 	return autoMemoryLimit(memlimit.FromSystem, memlimit.FromCgroup)
-}
+})
 
 // autoMemoryLimit is half of the lower of what system and cgroup report;
 // a provider's error (memlimit.ErrNoLimit among them) leaves it out.
@@ -89,27 +92,36 @@ func (n *Node) memoryStatus(parts []memindex.PartitionStatus, pullBuffer int, in
 		ms.GoLimitBytes = 0
 		ms.SQLiteCacheBytes = int64(len(parts)) * (store.Config{Dims: 1}).CacheBytes()
 	}
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: gogcMetric}}
 	metrics.Read(sample)
 	if sample[0].Value.Kind() == metrics.KindUint64 {
 		ms.HeapBytes = int64(sample[0].Value.Uint64())
 	}
+	ms.GCPercent = gcPercentOf(sample[1].Value)
 	for _, p := range parts {
 		ms.IndexBytes += p.KeywordIndexBytes + p.VectorIndexBytes
 	}
 	ms.RSSBytes = rssBytes()
-	ms.GCPercent = gcPercent()
 	return ms
 }
 
+// gogcMetric is the runtime metric of the collector's GOGC.
+const gogcMetric = "/gc/gogc:percent"
+
 // gcPercent is the collector's GOGC now (-1: off).
 func gcPercent() int64 {
-	sample := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	sample := []metrics.Sample{{Name: gogcMetric}}
 	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 {
+	return gcPercentOf(sample[0].Value)
+}
+
+// gcPercentOf is GOGC from the value of gogcMetric: off reads as the
+// uint64 of -1 (0 when the runtime does not have the metric).
+func gcPercentOf(v metrics.Value) int64 {
+	if v.Kind() != metrics.KindUint64 {
 		return 0
 	}
-	if p := sample[0].Value.Uint64(); p <= math.MaxInt64 {
+	if p := v.Uint64(); p <= math.MaxInt64 {
 		return int64(p)
 	}
 	return -1

@@ -33,7 +33,7 @@ func WriteHotEvents(dir string, n, sessions int) ([]HotEventsFile, error) {
 	}
 	var out []HotEventsFile
 	for _, l := range hotLoads {
-		lines := hotLoad(l.key, n, sessions)
+		lines := hotEvents(n, sessions, l.namespaces, l.per)
 		path := filepath.Join(dir, fmt.Sprintf("hot-%s-%d.jsonl", l.key, n))
 		if err := writeLines(path, lines); err != nil {
 			return nil, fmt.Errorf("hot events: %w", err)
